@@ -1,0 +1,174 @@
+//! The concurrent-callers runner: N caller threads share a fixed number of
+//! operations; each operation's latency goes into an HDR histogram; the
+//! wall time of the whole batch goes to Criterion through `iter_custom`, so
+//! Criterion's "time per iteration" is wall time per operation (the inverse
+//! of ops/s across all callers) and its throughput is ops/s.
+//!
+//! After the benchmark the runner writes `target/atbench/latency/<id>.json`
+//! with ops/s and p50/p95/p99/max over the measurement phase, which
+//! `scripts/bench_snapshot.py` merges into the snapshot.
+//!
+//! Criterion's warm-up calls the routine with doubling iteration counts and
+//! its measurement with linearly increasing ones, starting below the last
+//! warm-up count; the runner therefore clears its histogram whenever the
+//! count drops, so the percentiles describe the measurement phase only.
+
+use std::sync::{Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use criterion::Throughput;
+use hdrhistogram::Histogram;
+
+use crate::sidecar;
+use crate::target::Group;
+
+/// Latency and throughput of one concurrent benchmark.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LatencySummary {
+    /// Full benchmark id.
+    pub id: String,
+    /// Caller threads.
+    pub callers: usize,
+    /// Operations measured.
+    pub ops: u64,
+    /// Operations per second across all callers (ops / wall time).
+    pub ops_per_sec: f64,
+    /// Mean latency.
+    pub mean_ns: f64,
+    /// Median latency.
+    pub p50_ns: u64,
+    /// 95th percentile.
+    pub p95_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// Slowest operation.
+    pub max_ns: u64,
+}
+
+struct Accumulator {
+    histogram: Histogram<u64>,
+    wall: Duration,
+    last_iters: u64,
+}
+
+fn new_histogram() -> Histogram<u64> {
+    // 1 ns .. 60 s at 3 significant digits; `new_with_bounds` only fails on
+    // bounds that these constants are not.
+    Histogram::new_with_bounds(1, 60_000_000_000, 3).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs `make_op`'s operations from `callers` threads as benchmark
+/// `implementation`/`tier` of `group`; one Criterion iteration is one
+/// operation. `make_op(caller)` runs on the caller's thread before the
+/// clock starts (per sample) and returns the operation, which receives the
+/// caller's operation index.
+///
+/// Returns the latency summary (also written as a sidecar), or `None` when
+/// Criterion did not run the routine (listing, filtered out) or ran it only
+/// as a smoke test (`--test`).
+pub fn bench_callers<F, Op>(
+    group: &mut Group<'_>,
+    implementation: &str,
+    tier: &str,
+    callers: usize,
+    make_op: F,
+) -> Option<LatencySummary>
+where
+    F: Fn(usize) -> Op + Sync,
+    Op: FnMut(u64),
+{
+    let callers = callers.max(1);
+    let id = group.id(implementation, tier);
+    let acc = Mutex::new(Accumulator {
+        histogram: new_histogram(),
+        wall: Duration::ZERO,
+        last_iters: 0,
+    });
+    group.throughput(Throughput::Elements(1));
+    group.bench(implementation, tier, |b| {
+        b.iter_custom(|iters| {
+            let (histogram, wall) = run_batch(iters, callers, &make_op);
+            let mut acc = acc.lock().unwrap_or_else(|p| p.into_inner());
+            if iters < acc.last_iters {
+                acc.histogram.reset();
+                acc.wall = Duration::ZERO;
+            }
+            acc.last_iters = iters;
+            acc.wall += wall;
+            let _ = acc.histogram.add(&histogram);
+            wall
+        })
+    });
+    let acc = acc.into_inner().unwrap_or_else(|p| p.into_inner());
+    let smoke_test = std::env::args().any(|a| a == "--test");
+    if acc.histogram.is_empty() || smoke_test {
+        return None;
+    }
+    let h = &acc.histogram;
+    let summary = LatencySummary {
+        id: id.clone(),
+        callers,
+        ops: h.len(),
+        ops_per_sec: h.len() as f64 / acc.wall.as_secs_f64().max(1e-12),
+        mean_ns: h.mean(),
+        p50_ns: h.value_at_quantile(0.50),
+        p95_ns: h.value_at_quantile(0.95),
+        p99_ns: h.value_at_quantile(0.99),
+        max_ns: h.max(),
+    };
+    eprintln!(
+        "atbench: {id}: {:.0} ops/s, p50 {} ns, p95 {} ns, p99 {} ns, max {} ns",
+        summary.ops_per_sec, summary.p50_ns, summary.p95_ns, summary.p99_ns, summary.max_ns
+    );
+    match serde_json::to_value(&summary) {
+        Ok(value) => sidecar::write("latency", &sidecar::file_stem(&id), &value),
+        Err(e) => eprintln!("atbench: {id}: latency summary not serialisable: {e}"),
+    }
+    Some(summary)
+}
+
+/// One batch of `iters` operations split across `callers` threads; returns
+/// the merged latencies and the wall time from the common start to the last
+/// caller's end.
+fn run_batch<F, Op>(iters: u64, callers: usize, make_op: &F) -> (Histogram<u64>, Duration)
+where
+    F: Fn(usize) -> Op + Sync,
+    Op: FnMut(u64),
+{
+    let barrier = Barrier::new(callers + 1);
+    let per_caller = iters / callers as u64;
+    let extra = iters % callers as u64;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..callers)
+            .map(|caller| {
+                let barrier = &barrier;
+                let count = per_caller + u64::from((caller as u64) < extra);
+                scope.spawn(move || {
+                    let mut op = make_op(caller);
+                    let mut histogram = new_histogram();
+                    barrier.wait();
+                    for i in 0..count {
+                        let start = Instant::now();
+                        op(i);
+                        histogram.saturating_record(start.elapsed().as_nanos() as u64);
+                    }
+                    (histogram, Instant::now())
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        let mut merged = new_histogram();
+        let mut end = start;
+        for handle in handles {
+            match handle.join() {
+                Ok((histogram, done)) => {
+                    let _ = merged.add(&histogram);
+                    end = end.max(done);
+                }
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        (merged, end.duration_since(start))
+    })
+}

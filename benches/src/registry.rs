@@ -1,0 +1,217 @@
+//! `benches/units.toml`, the registry of units of work, and the id grammar.
+//!
+//! An id is `<area>.<operation>/<implementation>[.<variant>]/<tier>`: the
+//! group (`area.operation`) and the implementation use `[a-z0-9_.-]`; the
+//! tier is a size or count with its unit (`64B`, `16KiB`, `100k`,
+//! `callers-10`, `1000x32`) and may also use upper case. No part may hold a
+//! space, a slash, `+` or parentheses. The tier may be absent
+//! (`repo.commit_sign/k256`).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// The registry as compiled into the harness.
+pub const UNITS_TOML: &str = include_str!("../units.toml");
+
+/// What Criterion's `Throughput` counts for a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThroughputKind {
+    /// `Throughput::Bytes` (or `BytesDecimal`).
+    Bytes,
+    /// `Throughput::Elements`.
+    Elements,
+    /// No throughput: the group's work has no size.
+    None,
+}
+
+/// One group's entry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupSpec {
+    /// The bench target that runs the group, or `*` for every target.
+    pub target: String,
+    /// What one iteration does.
+    pub unit: String,
+    /// What the throughput counts.
+    pub throughput: ThroughputKind,
+    /// Implementations that do the same unit of work, compared side by side.
+    #[serde(default)]
+    pub compare: Vec<String>,
+    /// The whole group is an adjacent probe.
+    #[serde(default)]
+    pub probe: bool,
+}
+
+impl GroupSpec {
+    /// Whether `target` runs this group.
+    pub fn runs_in(&self, target: &str) -> bool {
+        self.target == "*" || self.target == target
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    groups: BTreeMap<String, GroupSpec>,
+}
+
+/// The parsed registry.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    /// Entries by group name.
+    pub groups: BTreeMap<String, GroupSpec>,
+}
+
+impl Registry {
+    /// Parses the compiled-in `units.toml` and checks every entry.
+    pub fn load() -> Result<Self, String> {
+        Self::parse(UNITS_TOML)
+    }
+
+    /// Parses a registry text and checks every entry.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let file: File = toml::from_str(text).map_err(|e| format!("units.toml: {e}"))?;
+        for (name, spec) in &file.groups {
+            check_group(name).map_err(|e| format!("units.toml: group {name:?}: {e}"))?;
+            if spec.unit.trim().is_empty() {
+                return Err(format!("units.toml: group {name:?} has an empty unit"));
+            }
+            if spec.compare.is_empty() && !spec.probe {
+                return Err(format!(
+                    "units.toml: group {name:?} compares nothing and is not a probe"
+                ));
+            }
+            for implementation in &spec.compare {
+                check_implementation(implementation)
+                    .map_err(|e| format!("units.toml: group {name:?}: {e}"))?;
+            }
+        }
+        Ok(Registry {
+            groups: file.groups,
+        })
+    }
+
+    /// The groups `target` must run.
+    pub fn groups_of<'a>(&'a self, target: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.groups
+            .iter()
+            .filter(move |(_, spec)| spec.runs_in(target))
+            .map(|(name, _)| name.as_str())
+    }
+}
+
+fn check_chars(part: &str, what: &str, allowed: impl Fn(char) -> bool) -> Result<(), String> {
+    if part.is_empty() {
+        return Err(format!("empty {what}"));
+    }
+    match part.chars().find(|&c| !allowed(c)) {
+        Some(c) => Err(format!("{what} {part:?} has {c:?}, outside the id grammar")),
+        None => Ok(()),
+    }
+}
+
+fn lower(c: char) -> bool {
+    c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '.' | '-')
+}
+
+/// Checks a group name: `<area>.<operation>` in `[a-z0-9_.-]`.
+pub fn check_group(name: &str) -> Result<(), String> {
+    check_chars(name, "group", lower)?;
+    match name.split_once('.') {
+        Some((area, op)) if !area.is_empty() && !op.is_empty() => Ok(()),
+        _ => Err(format!("group {name:?} is not <area>.<operation>")),
+    }
+}
+
+/// Checks an implementation (with its variant): `[a-z0-9_.-]`.
+pub fn check_implementation(name: &str) -> Result<(), String> {
+    check_chars(name, "implementation", lower)
+}
+
+/// Checks a tier: `[A-Za-z0-9_.-]`, e.g. `16KiB`, `100k`, `callers-10`.
+pub fn check_tier(tier: &str) -> Result<(), String> {
+    check_chars(tier, "tier", |c| lower(c) || c.is_ascii_uppercase())
+}
+
+/// The tier name of a byte size: `64B`, `16KiB`, `1MiB`.
+pub fn size_tier(bytes: usize) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b.is_multiple_of(1 << 20) => format!("{}MiB", b >> 20),
+        b if b >= 1 << 10 && b.is_multiple_of(1 << 10) => format!("{}KiB", b >> 10),
+        b => format!("{b}B"),
+    }
+}
+
+/// The tier name of a count: `1k`, `100k`, `1m`.
+pub fn count_tier(n: usize) -> String {
+    match n {
+        n if n >= 1_000_000 && n.is_multiple_of(1_000_000) => format!("{}m", n / 1_000_000),
+        n if n >= 1_000 && n.is_multiple_of(1_000) => format!("{}k", n / 1_000),
+        n => n.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_registry_parses_and_names_existing_targets() {
+        let registry = Registry::load().expect("units.toml is valid");
+        let benches = concat!(env!("CARGO_MANIFEST_DIR"), "/benches");
+        for (name, spec) in &registry.groups {
+            if spec.target != "*" {
+                let file = format!("{benches}/{}.rs", spec.target);
+                let dir = format!("{benches}/{}/main.rs", spec.target);
+                assert!(
+                    std::path::Path::new(&file).exists() || std::path::Path::new(&dir).exists(),
+                    "group {name} names target {} but neither {file} nor {dir} exists",
+                    spec.target
+                );
+            }
+        }
+        assert!(registry.groups.contains_key("calibrate.cpu"));
+    }
+
+    #[test]
+    fn grammar() {
+        assert!(check_group("codec.base64_decode").is_ok());
+        assert!(check_group("codec").is_err());
+        assert!(check_group("Codec.x").is_err());
+        assert!(check_group("codec.a b").is_err());
+        assert!(check_implementation("ours.nosync").is_ok());
+        assert!(check_implementation("a+b").is_err());
+        assert!(check_implementation("a/b").is_err());
+        assert!(check_tier("16KiB").is_ok());
+        assert!(check_tier("callers-10").is_ok());
+        assert!(check_tier("(x)").is_err());
+        assert!(check_tier("").is_err());
+    }
+
+    #[test]
+    fn tiers() {
+        assert_eq!(size_tier(64), "64B");
+        assert_eq!(size_tier(1024), "1KiB");
+        assert_eq!(size_tier(16 * 1024), "16KiB");
+        assert_eq!(size_tier(256 * 1024), "256KiB");
+        assert_eq!(size_tier(1 << 20), "1MiB");
+        assert_eq!(size_tier(212), "212B");
+        assert_eq!(count_tier(1000), "1k");
+        assert_eq!(count_tier(100_000), "100k");
+        assert_eq!(count_tier(1_000_000), "1m");
+    }
+
+    #[test]
+    fn bad_registries_are_refused() {
+        let no_compare = "[groups.\"a.b\"]\ntarget=\"x\"\nunit=\"u\"\nthroughput=\"bytes\"\n";
+        assert!(Registry::parse(no_compare).is_err());
+        let bad_name =
+            "[groups.\"ab\"]\ntarget=\"x\"\nunit=\"u\"\nthroughput=\"bytes\"\nprobe=true\n";
+        assert!(Registry::parse(bad_name).is_err());
+        let unknown =
+            "[groups.\"a.b\"]\ntarget=\"x\"\nunit=\"u\"\nthroughput=\"bytes\"\nprobe=true\nx=1\n";
+        assert!(Registry::parse(unknown).is_err());
+    }
+}

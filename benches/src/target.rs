@@ -1,0 +1,264 @@
+//! [`BenchTarget`] and [`Group`]: thin wrappers over Criterion that hold
+//! every benchmark to the registry and the id grammar.
+//!
+//! A target is a `harness = false` bench binary:
+//!
+//! ```ignore
+//! fn main() {
+//!     let mut target = BenchTarget::new("hotpath", Budget { full_min: 4.0, quick_min: 1.0 });
+//!     codec_groups(&mut target);
+//!     target.finish(); // runs calibrate.cpu, checks nothing registered is stale
+//! }
+//! ```
+
+use std::collections::BTreeSet;
+
+use criterion::measurement::WallTime;
+use criterion::{Bencher, BenchmarkGroup, BenchmarkId, Criterion, Throughput};
+
+use crate::config::{self, Preset};
+use crate::registry::{self, GroupSpec, Registry, ThroughputKind};
+
+/// The wall-clock time a target expects to need, build excluded, on the
+/// project's 2-core machine; printed when the target starts.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    /// Minutes under the full preset.
+    pub full_min: f64,
+    /// Minutes under `BENCH_QUICK=1`.
+    pub quick_min: f64,
+}
+
+/// One bench target's run.
+pub struct BenchTarget {
+    criterion: Criterion,
+    name: &'static str,
+    preset: Preset,
+    registry: Registry,
+    seen: BTreeSet<String>,
+}
+
+/// Criterion options that take a value, so the word after them is not a
+/// benchmark filter.
+const VALUED_OPTIONS: &[&str] = &[
+    "--save-baseline",
+    "-s",
+    "--baseline",
+    "-b",
+    "--baseline-lenient",
+    "--load-baseline",
+    "--sample-size",
+    "--warm-up-time",
+    "--measurement-time",
+    "--nresamples",
+    "--noise-threshold",
+    "--confidence-level",
+    "--significance-level",
+    "--profile-time",
+    "--plotting-backend",
+    "--output-format",
+    "--color",
+    "-c",
+    "--format",
+    "--logfile",
+    "--skip",
+];
+
+/// Whether the command line narrows the run to some benchmarks.
+fn is_filtered(args: &[String]) -> bool {
+    let mut previous_takes_value = false;
+    for arg in args {
+        if previous_takes_value {
+            previous_takes_value = false;
+            continue;
+        }
+        if arg.starts_with('-') {
+            previous_takes_value = VALUED_OPTIONS.contains(&arg.as_str());
+            if arg == "--skip" || arg == "--exact" {
+                return true;
+            }
+        } else {
+            return true;
+        }
+    }
+    false
+}
+
+impl BenchTarget {
+    /// Starts target `name`: loads the registry, configures Criterion from
+    /// the preset and the command line, prints the budget.
+    ///
+    /// # Panics
+    /// When `units.toml` is invalid: a benchmark run without its units of
+    /// work is not worth starting.
+    pub fn new(name: &'static str, budget: Budget) -> Self {
+        let registry = Registry::load().unwrap_or_else(|e| panic!("{e}"));
+        let preset = Preset::from_env();
+        let minutes = match preset {
+            Preset::Full => budget.full_min,
+            Preset::Quick => budget.quick_min,
+        };
+        eprintln!(
+            "atbench: target `{name}`, preset {}: expect about {minutes} min on a 2-core machine (build excluded)",
+            preset.name()
+        );
+        BenchTarget {
+            criterion: config::config_for(preset),
+            name,
+            preset,
+            registry,
+            seen: BTreeSet::new(),
+        }
+    }
+
+    /// The preset this run uses (for sizing fixtures).
+    pub fn preset(&self) -> Preset {
+        self.preset
+    }
+
+    /// Opens group `name`.
+    ///
+    /// # Panics
+    /// When the group is not registered in `units.toml` for this target.
+    pub fn group(&mut self, name: &str) -> Group<'_> {
+        let spec = match self.registry.groups.get(name) {
+            Some(spec) if spec.runs_in(self.name) => spec.clone(),
+            Some(spec) => panic!(
+                "group {name} is registered in benches/units.toml for target {:?}, not {:?}",
+                spec.target, self.name
+            ),
+            None => panic!(
+                "group {name} is not registered in benches/units.toml: add its unit of work there"
+            ),
+        };
+        self.seen.insert(name.to_owned());
+        Group {
+            inner: self.criterion.benchmark_group(name),
+            name: name.to_owned(),
+            spec,
+            throughput: None,
+        }
+    }
+
+    /// Runs the calibration group, checks that every group registered for
+    /// this target ran (when the run is unfiltered), prints Criterion's
+    /// summary.
+    ///
+    /// # Panics
+    /// When a registered group of this target never ran: its entry is stale.
+    pub fn finish(mut self) {
+        crate::calibrate::run(&mut self);
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        if !is_filtered(&args) {
+            let stale: Vec<&str> = self
+                .registry
+                .groups_of(self.name)
+                .filter(|g| !self.seen.contains(*g))
+                .collect();
+            assert!(
+                stale.is_empty(),
+                "benches/units.toml lists groups that target {} did not run: {stale:?}",
+                self.name
+            );
+        }
+        self.criterion.final_summary();
+    }
+}
+
+/// A Criterion group that knows its registry entry.
+pub struct Group<'a> {
+    inner: BenchmarkGroup<'a, WallTime>,
+    name: String,
+    spec: GroupSpec,
+    throughput: Option<Throughput>,
+}
+
+impl<'a> Group<'a> {
+    /// Declares the work of the next benchmarks.
+    ///
+    /// # Panics
+    /// When its kind is not the one `units.toml` gives for the group.
+    pub fn throughput(&mut self, throughput: Throughput) -> &mut Self {
+        let kind = match throughput {
+            Throughput::Bytes(_) | Throughput::BytesDecimal(_) => ThroughputKind::Bytes,
+            Throughput::Elements(_) => ThroughputKind::Elements,
+            _ => ThroughputKind::None,
+        };
+        assert_eq!(
+            kind, self.spec.throughput,
+            "group {}: throughput kind differs from units.toml",
+            self.name
+        );
+        self.inner.throughput(throughput.clone());
+        self.throughput = Some(throughput);
+        self
+    }
+
+    /// The Criterion group, for per-group tuning (sample size, times).
+    pub fn criterion(&mut self) -> &mut BenchmarkGroup<'a, WallTime> {
+        &mut self.inner
+    }
+
+    /// The full id of `implementation` at `tier` (tier may be empty).
+    pub fn id(&self, implementation: &str, tier: &str) -> String {
+        if tier.is_empty() {
+            format!("{}/{implementation}", self.name)
+        } else {
+            format!("{}/{implementation}/{tier}", self.name)
+        }
+    }
+
+    /// Benchmarks `implementation` at `tier` (empty for none).
+    ///
+    /// # Panics
+    /// When a part breaks the id grammar, or the group's work has a size and
+    /// no throughput was declared.
+    pub fn bench<F>(&mut self, implementation: &str, tier: &str, routine: F) -> &mut Self
+    where
+        F: FnMut(&mut Bencher<'_, WallTime>),
+    {
+        let id = self.id(implementation, tier);
+        if let Err(e) = registry::check_implementation(implementation) {
+            panic!("{id}: {e}");
+        }
+        if !tier.is_empty()
+            && let Err(e) = registry::check_tier(tier)
+        {
+            panic!("{id}: {e}");
+        }
+        assert!(
+            self.spec.throughput == ThroughputKind::None || self.throughput.is_some(),
+            "{id}: units.toml gives a throughput; declare it before benchmarking"
+        );
+        if tier.is_empty() {
+            self.inner.bench_function(implementation, routine);
+        } else {
+            self.inner
+                .bench_function(BenchmarkId::new(implementation, tier), routine);
+        }
+        self
+    }
+
+    /// Closes the group.
+    pub fn finish(self) {
+        self.inner.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_filtered;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn filters_are_told_from_options() {
+        assert!(!is_filtered(&args(&["--bench"])));
+        assert!(!is_filtered(&args(&["--bench", "--test"])));
+        assert!(!is_filtered(&args(&["--save-baseline", "main", "--bench"])));
+        assert!(is_filtered(&args(&["--bench", "codec.crc32"])));
+        assert!(is_filtered(&args(&["--bench", "--skip", "x"])));
+    }
+}
