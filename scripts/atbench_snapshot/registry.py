@@ -1,0 +1,105 @@
+"""The registry of units of work, `benches/units.toml`.
+
+Owns: parsing and validating the `[groups."<area>.<operation>"]` tables (target, unit,
+throughput, compare, probe) and deciding each result's role:
+  "compare"       the group is registered, not a probe, and the implementation is in `compare`:
+                  the row goes into the same-run comparison table of its group and tier;
+  "probe"         the group has `probe = true`, or the implementation is not in `compare`:
+                  an adjacent probe, listed apart;
+  "unregistered"  the group is not in units.toml: listed under a warning, never compared.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+THROUGHPUT_KINDS = ("bytes", "elements", "none")
+
+
+class RegistryError(Exception):
+    """units.toml is malformed."""
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    target: str
+    unit: str
+    throughput: str
+    compare: tuple[str, ...]
+    probe: bool
+
+
+def _group(name: str, table: Any) -> Group:
+    if not isinstance(table, dict):
+        raise RegistryError(f'[groups."{name}"] is not a table')
+    for field in ("target", "unit", "throughput"):
+        if not isinstance(table.get(field), str) or not table[field]:
+            raise RegistryError(f'[groups."{name}"] needs a non-empty string `{field}`')
+    if table["throughput"] not in THROUGHPUT_KINDS:
+        raise RegistryError(
+            f'[groups."{name}"] throughput must be one of {THROUGHPUT_KINDS}, not {table["throughput"]!r}'
+        )
+    compare = table.get("compare", [])
+    if not isinstance(compare, list) or not all(isinstance(item, str) for item in compare):
+        raise RegistryError(f'[groups."{name}"] compare must be a list of implementation names')
+    probe = table.get("probe", False)
+    if not isinstance(probe, bool):
+        raise RegistryError(f'[groups."{name}"] probe must be true or false')
+    unknown = sorted(set(table) - {"target", "unit", "throughput", "compare", "probe"})
+    if unknown:
+        raise RegistryError(f'[groups."{name}"] has unknown keys: {", ".join(unknown)}')
+    return Group(name, table["target"], table["unit"], table["throughput"], tuple(compare), probe)
+
+
+def parse_registry(text: str) -> dict[str, Group]:
+    """Groups of a units.toml text, keyed by group name."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise RegistryError(f"units.toml: {error}") from error
+    groups = document.get("groups", {})
+    if not isinstance(groups, dict):
+        raise RegistryError("units.toml: `groups` must be a table of tables")
+    return {name: _group(name, table) for name, table in sorted(groups.items())}
+
+
+def load_registry(path: Path, warnings: list[str]) -> dict[str, Group]:
+    """The registry at `path`; an absent file is a warning and an empty registry."""
+    if not path.is_file():
+        warnings.append(f"{path} not found: every group is unregistered")
+        return {}
+    try:
+        return parse_registry(path.read_text(encoding="utf-8"))
+    except RegistryError as error:
+        raise RegistryError(f"{path}: {error}") from error
+
+
+def role(registry: dict[str, Group], group: str, implementation: str) -> str:
+    """'compare', 'probe' or 'unregistered' (see the module docstring)."""
+    entry = registry.get(group)
+    if entry is None:
+        return "unregistered"
+    if entry.probe or implementation not in entry.compare:
+        return "probe"
+    return "compare"
+
+
+def annotate(results: dict[str, dict[str, Any]], registry: dict[str, Group], warnings: list[str]) -> None:
+    """Set each result's `unit` and `role`; warn on unregistered groups and on a throughput
+    kind that differs from the one the registry declares."""
+    for full_id, result in results.items():
+        entry = registry.get(result["group"])
+        result["unit"] = entry.unit if entry else None
+        result["role"] = role(registry, result["group"], result["implementation"])
+        if entry is None:
+            continue
+        measured = result["throughput"]["kind"] if result["throughput"] else "none"
+        if measured != entry.throughput:
+            warnings.append(f"{full_id}: Criterion throughput is {measured}, units.toml declares {entry.throughput}")
+    unregistered = sorted({r["group"] for r in results.values() if r["role"] == "unregistered"})
+    if unregistered:
+        warnings.append(f"groups not in units.toml: {', '.join(unregistered)}")

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Snapshot the benchmark results into bench-history/ (entry point).
+
+    python3 scripts/bench_snapshot.py --label "what changed" [--tag vX.Y.Z] [--against-tag vX.Y.Z]
+        [--noise-floor 5] [--root DIR] [--target-dir DIR] [--criterion-dir DIR]
+        [--history-dir DIR] [--units FILE] [--now 2026-11-30T20:00:00Z]
+
+Reads Criterion 0.8.2's output (<target>/criterion/**/new/{benchmark,estimates}.json), the
+harness sidecars (<target>/atbench/latency/*.json, <target>/atbench/context/*.json),
+benches/units.toml, bench-history/renames.json and data/MANIFEST.json, and writes
+bench-history/bench-<UTC>.json, bench-history/bench-<UTC>.md and bench-history/latest.md.
+<target> is --target-dir, else $CARGO_TARGET_DIR, else <root>/target.
+
+This file owns the command line and the assembly of a snapshot; the work is in the
+atbench_snapshot package next to it. Exit status: 0 written, 2 unusable input (no Criterion
+output, malformed units.toml or renames.json, unknown baseline tag, snapshot exists).
+Python 3.11 standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from atbench_snapshot import environment, history, registry, report, sidecars
+from atbench_snapshot.compare import DEFAULT_NOISE_FLOOR, compare
+from atbench_snapshot.criterion import CriterionError, read_criterion_dir
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TAG_PATTERN = re.compile(r"^v\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
+
+
+def _tag(value: str) -> str:
+    if not TAG_PATTERN.match(value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a release tag like v1.2.3")
+    return value
+
+
+def _moment(value: str) -> datetime:
+    try:
+        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a UTC time like 2026-11-30T20:00:00Z") from error
+
+
+def _noise_floor(value: str) -> float:
+    try:
+        percent = float(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a percentage") from error
+    if percent < 0:
+        raise argparse.ArgumentTypeError("the noise floor cannot be negative")
+    return percent / 100
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="bench_snapshot.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--label", required=True, help="what changed since the last snapshot")
+    parser.add_argument("--tag", type=_tag, help="mark this snapshot as the release baseline vX.Y.Z")
+    parser.add_argument(
+        "--against-tag", type=_tag, help="diff against the snapshot tagged vX.Y.Z instead of the previous one"
+    )
+    parser.add_argument(
+        "--noise-floor",
+        type=_noise_floor,
+        default=DEFAULT_NOISE_FLOOR,
+        help="percent |Δ time| below which a change is never flagged (default 5)",
+    )
+    parser.add_argument(
+        "--root", type=Path, default=REPO_ROOT, help="repository root (default: this script's repository)"
+    )
+    parser.add_argument("--target-dir", type=Path, help="cargo target dir (default $CARGO_TARGET_DIR or ROOT/target)")
+    parser.add_argument("--criterion-dir", type=Path, help="Criterion output (default TARGET/criterion)")
+    parser.add_argument("--history-dir", type=Path, help="snapshot directory (default ROOT/bench-history)")
+    parser.add_argument("--units", type=Path, help="units-of-work registry (default ROOT/benches/units.toml)")
+    parser.add_argument("--now", type=_moment, help="the snapshot's UTC time, for tests (default: now)")
+    return parser.parse_args(argv)
+
+
+def _target_dir(args: argparse.Namespace) -> Path:
+    if args.target_dir:
+        return args.target_dir
+    if os.environ.get("CARGO_TARGET_DIR"):
+        return Path(os.environ["CARGO_TARGET_DIR"])
+    return args.root / "target"
+
+
+def _merge_latency(results: dict[str, dict[str, Any]], latency: dict[str, dict[str, Any]], warnings: list[str]) -> None:
+    for full_id, result in results.items():
+        result["latency"] = latency.get(full_id)
+    orphans = sorted(set(latency) - set(results))
+    if orphans:
+        warnings.append(f"latency sidecars without a Criterion result (ignored): {', '.join(orphans)}")
+
+
+def _baseline(args: argparse.Namespace, history_dir: Path, file_stamp: str) -> report.Baseline | None:
+    if args.against_tag:
+        path = history.tagged_snapshot(history_dir, args.against_tag)
+    else:
+        path = history.previous_snapshot(history_dir, file_stamp)
+        if path is None:
+            return None
+    snapshot = history.load_snapshot(path)
+    renames = history.load_renames(history_dir / "renames.json")
+    old_results = snapshot.get("results", {})
+    renamed_results = history.apply_renames(old_results, renames)
+    renamed_count = sum(1 for old_id in old_results if history.renamed_id(old_id, renames) != old_id)
+    return report.Baseline(path.name, {**snapshot, "results": renamed_results}, renamed_count)
+
+
+def _baseline_record(baseline: report.Baseline | None) -> dict[str, Any] | None:
+    if baseline is None:
+        return None
+    return {"file": baseline.file_name, "tag": baseline.snapshot.get("tag"), "renamed_ids": baseline.renamed}
+
+
+def run(args: argparse.Namespace, argv: list[str]) -> list[Path]:
+    """Build and write the snapshot; returns the files written."""
+    target_dir = _target_dir(args)
+    history_dir = args.history_dir or args.root / "bench-history"
+    now = (args.now or datetime.now(UTC)).replace(microsecond=0)
+    file_stamp = history.stamp(now)
+    warnings: list[str] = []
+
+    results = read_criterion_dir(args.criterion_dir or target_dir / "criterion")
+    units = registry.load_registry(args.units or args.root / "benches" / "units.toml", warnings)
+    registry.annotate(results, units, warnings)
+    _merge_latency(results, sidecars.read_latency(target_dir / "atbench" / "latency", warnings), warnings)
+    context = sidecars.read_context(target_dir / "atbench" / "context", warnings)
+    baseline = _baseline(args, history_dir, file_stamp)
+
+    snapshot: dict[str, Any] = {
+        "schema_version": history.SCHEMA_VERSION,
+        "label": args.label,
+        "tag": args.tag,
+        "created": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": "python3 scripts/bench_snapshot.py " + shlex.join(argv),
+        **environment.collect(args.root, warnings),
+        "context": context,
+        "noise_floor": args.noise_floor,
+        "baseline": _baseline_record(baseline),
+        "results": results,
+        "warnings": warnings,
+    }
+    comparison = compare(results, baseline.snapshot["results"], args.noise_floor) if baseline else None
+    markdown = report.render(snapshot, comparison, baseline, units, args.noise_floor)
+    written = history.write_snapshot(history_dir, file_stamp, snapshot, markdown)
+    for warning in warnings:
+        print(f"bench_snapshot: warning: {warning}", file=sys.stderr)
+    if comparison is not None:
+        print(
+            f"{comparison.count('regression')} regression(s), {comparison.count('improvement')} improvement(s) "
+            f"against {baseline.file_name}"
+        )
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    try:
+        written = run(args, argv)
+    except (CriterionError, registry.RegistryError, history.HistoryError) as error:
+        print(f"bench_snapshot: error: {error}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
