@@ -1,0 +1,102 @@
+//! `benches/units.toml` against the bench sources: every group a bench
+//! target opens (`.group("…")` with a literal name, the house convention) is
+//! registered for that target, and every registered group is opened by its
+//! target — nothing unregistered, nothing stale. The bench targets enforce
+//! the same at run time (`cargo bench --features bench-internals -- --test`);
+//! this test catches it without building them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use benches::registry::{Registry, check_group};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Every `.rs` file below `dir`.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The literal names passed to `.group("…")` in `source`.
+fn opened_groups(source: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = source;
+    while let Some(at) = rest.find(".group(\"") {
+        rest = &rest[at + ".group(\"".len()..];
+        if let Some(end) = rest.find('"') {
+            names.push(rest[..end].to_owned());
+            rest = &rest[end..];
+        }
+    }
+    names
+}
+
+/// The bench target a file under `benches/benches/` belongs to.
+fn target_of(path: &Path) -> String {
+    let relative = path
+        .strip_prefix(Path::new(ROOT).join("benches"))
+        .unwrap_or_else(|_| panic!("{} is outside benches/benches", path.display()));
+    let first = relative
+        .components()
+        .next()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .unwrap_or_default();
+    first.trim_end_matches(".rs").to_owned()
+}
+
+#[test]
+fn every_opened_group_is_registered_and_nothing_is_stale() {
+    let registry = Registry::load().unwrap_or_else(|e| panic!("{e}"));
+    let mut files = Vec::new();
+    rust_files(&Path::new(ROOT).join("benches"), &mut files);
+    assert!(!files.is_empty(), "no bench sources under {ROOT}/benches");
+
+    // group -> targets that open it
+    let mut opened: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let source = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{e}"));
+        for group in opened_groups(&source) {
+            check_group(&group).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            opened.entry(group).or_default().insert(target_of(file));
+        }
+    }
+    // The calibration group is opened by the harness for every target.
+    let calibrate = std::fs::read_to_string(Path::new(ROOT).join("src/calibrate.rs"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    for group in opened_groups(&calibrate) {
+        opened.entry(group).or_default().insert("*".to_owned());
+    }
+
+    for (group, targets) in &opened {
+        let spec = registry.groups.get(group).unwrap_or_else(|| {
+            panic!("group {group} is opened by {targets:?} but not registered in units.toml")
+        });
+        for target in targets {
+            assert!(
+                spec.target == *target,
+                "group {group} is opened by target {target} but registered for {}",
+                spec.target
+            );
+        }
+    }
+    let stale: Vec<&String> = registry
+        .groups
+        .keys()
+        .filter(|g| !opened.contains_key(*g))
+        .collect();
+    assert!(stale.is_empty(), "units.toml lists groups no bench opens: {stale:?}");
+}
+
+#[test]
+fn group_literals_are_found() {
+    let names = opened_groups(r#"let g = t.group("a.b"); let h = t.group("c.d");"#);
+    assert_eq!(names, ["a.b", "c.d"]);
+}
