@@ -1,0 +1,13 @@
+//! The narrow facade the central `benches` crate measures below the public
+//! API. Not a stable interface.
+
+use crate::firehose::{CommitEvent, VerifyError};
+
+/// Runs every check of [`verify_commit`](crate::firehose::verify_commit)
+/// except the ECDSA verification (CAR parse and block hashes, commit decode,
+/// unsigned-commit digest, op checks and MST inversion). Returns the digest
+/// the signature would be checked against, so a bench can time the ECDSA
+/// step alone with [`PublicKey::verify_digest`](crate::crypto::PublicKey::verify_digest).
+pub fn verify_commit_without_signature(ev: &CommitEvent<'_>) -> Result<[u8; 32], VerifyError> {
+    crate::firehose::verify::verify_parts(ev, None)
+}

@@ -1,0 +1,205 @@
+//! Whole-value decoding into [`ValueRef`] (zero-copy) and [`Value`] (owned).
+
+use super::reader::Reader;
+use super::value::{Map, MapRef, Value, ValueRef};
+use super::{DecodeError, DecodeErrorKind as K, MAX_DEPTH};
+
+/// Decodes exactly one value occupying all of `buf`, borrowing text and
+/// bytes from it.
+pub fn decode(buf: &[u8]) -> Result<ValueRef<'_>, DecodeError> {
+    let mut r = Reader::new(buf);
+    let v = read_ref(&mut r, 0)?;
+    r.finish()?;
+    Ok(v)
+}
+
+/// Decodes one value at the front of `buf`; returns it and the number of
+/// bytes it took (for concatenated values such as firehose frames).
+pub fn decode_prefix(buf: &[u8]) -> Result<(ValueRef<'_>, usize), DecodeError> {
+    let mut r = Reader::new(buf);
+    let v = read_ref(&mut r, 0)?;
+    Ok((v, r.position()))
+}
+
+/// Decodes exactly one value occupying all of `buf` into an owned tree.
+pub fn decode_owned(buf: &[u8]) -> Result<Value, DecodeError> {
+    let mut r = Reader::new(buf);
+    let v = read_owned(&mut r, 0)?;
+    r.finish()?;
+    Ok(v)
+}
+
+impl<'a> Reader<'a> {
+    /// Reads one complete value as a borrowed tree.
+    pub fn read_value(&mut self) -> Result<ValueRef<'a>, DecodeError> {
+        read_ref(self, 0)
+    }
+}
+
+fn read_ref<'a>(r: &mut Reader<'a>, depth: usize) -> Result<ValueRef<'a>, DecodeError> {
+    let start = r.position();
+    let (major, arg) = r.head()?;
+    Ok(match major {
+        0 | 1 => ValueRef::Int(r.int_from(major, arg, start)?),
+        2 => ValueRef::Bytes(r.take(arg, start)?),
+        3 => ValueRef::Text(r.take_str(arg, start)?),
+        4 => {
+            if depth >= MAX_DEPTH {
+                return Err(r.err(start, K::TooDeep));
+            }
+            let n = r.container_len(arg, 1, start)?;
+            let mut items = Vec::with_capacity(n);
+            for _ in 0..n {
+                items.push(read_ref(r, depth + 1)?);
+            }
+            ValueRef::List(items)
+        }
+        5 => {
+            if depth >= MAX_DEPTH {
+                return Err(r.err(start, K::TooDeep));
+            }
+            let n = r.container_len(arg, 2, start)?;
+            let mut entries = Vec::with_capacity(n);
+            let mut prev = None;
+            for _ in 0..n {
+                let k = r.read_key(&mut prev)?;
+                entries.push((k, read_ref(r, depth + 1)?));
+            }
+            ValueRef::Map(MapRef::from_sorted(entries))
+        }
+        6 => {
+            if arg != 42 {
+                return Err(r.err(start, K::Tag(arg)));
+            }
+            ValueRef::Link(r.link_body(start)?)
+        }
+        _ => match arg {
+            20 => ValueRef::Bool(false),
+            21 => ValueRef::Bool(true),
+            _ => ValueRef::Null,
+        },
+    })
+}
+
+fn read_owned(r: &mut Reader<'_>, depth: usize) -> Result<Value, DecodeError> {
+    let start = r.position();
+    let (major, arg) = r.head()?;
+    Ok(match major {
+        0 | 1 => Value::Int(r.int_from(major, arg, start)?),
+        2 => Value::Bytes(r.take(arg, start)?.to_vec()),
+        3 => Value::Text(r.take_str(arg, start)?.to_owned()),
+        4 => {
+            if depth >= MAX_DEPTH {
+                return Err(r.err(start, K::TooDeep));
+            }
+            let n = r.container_len(arg, 1, start)?;
+            let mut items = Vec::with_capacity(n);
+            for _ in 0..n {
+                items.push(read_owned(r, depth + 1)?);
+            }
+            Value::List(items)
+        }
+        5 => {
+            if depth >= MAX_DEPTH {
+                return Err(r.err(start, K::TooDeep));
+            }
+            let n = r.container_len(arg, 2, start)?;
+            let mut entries = Vec::with_capacity(n);
+            let mut prev = None;
+            for _ in 0..n {
+                let k = r.read_key(&mut prev)?;
+                entries.push((k.to_owned(), read_owned(r, depth + 1)?));
+            }
+            Value::Map(Map::from_sorted(entries))
+        }
+        6 => {
+            if arg != 42 {
+                return Err(r.err(start, K::Tag(arg)));
+            }
+            Value::Link(r.link_body(start)?)
+        }
+        _ => match arg {
+            20 => Value::Bool(false),
+            21 => Value::Bool(true),
+            _ => Value::Null,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cbor::DecodeErrorKind;
+
+    fn kind(buf: &[u8]) -> DecodeErrorKind {
+        decode(buf).unwrap_err().kind
+    }
+
+    #[test]
+    fn strict_rejections() {
+        assert_eq!(kind(&[0x18, 0x05]), DecodeErrorKind::NonMinimal);
+        assert_eq!(kind(&[0x19, 0x00, 0x10]), DecodeErrorKind::NonMinimal);
+        assert_eq!(
+            kind(&[0xfb, 0, 0, 0, 0, 0, 0, 0, 0]),
+            DecodeErrorKind::Float
+        );
+        assert_eq!(kind(&[0xf9, 0, 0]), DecodeErrorKind::Float);
+        assert_eq!(kind(&[0x9f, 0xff]), DecodeErrorKind::Indefinite);
+        assert_eq!(kind(&[0x5f, 0xff]), DecodeErrorKind::Indefinite);
+        assert_eq!(kind(&[0xf7]), DecodeErrorKind::Simple(23));
+        assert_eq!(kind(&[0xc1, 0x00]), DecodeErrorKind::Tag(1));
+        assert_eq!(kind(&[0x01, 0x02]), DecodeErrorKind::TrailingBytes(1));
+        assert_eq!(kind(&[0x62, b'a']), DecodeErrorKind::LengthPastEnd(2));
+        assert_eq!(kind(&[0x61, 0xff]), DecodeErrorKind::Utf8);
+        assert_eq!(kind(&[0xa1, 0x01, 0x01]), DecodeErrorKind::NonTextKey);
+        assert_eq!(
+            kind(&[0xa2, 0x61, b'b', 0x01, 0x61, b'a', 0x01]),
+            DecodeErrorKind::UnsortedKey("a".into())
+        );
+        assert_eq!(
+            kind(&[0xa2, 0x62, b'a', b'a', 0x01, 0x61, b'b', 0x01]),
+            DecodeErrorKind::UnsortedKey("b".into())
+        );
+        assert_eq!(
+            kind(&[0xa2, 0x61, b'a', 0x01, 0x61, b'a', 0x01]),
+            DecodeErrorKind::DuplicateKey("a".into())
+        );
+        assert_eq!(
+            kind(&[0x1b, 0x80, 0, 0, 0, 0, 0, 0, 0]),
+            DecodeErrorKind::IntRange
+        );
+        assert_eq!(
+            kind(&[0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
+            DecodeErrorKind::LengthPastEnd(u64::MAX)
+        );
+        let deep: Vec<u8> = std::iter::repeat_n(0x81u8, MAX_DEPTH + 1)
+            .chain([0x00])
+            .collect();
+        assert_eq!(kind(&deep), DecodeErrorKind::TooDeep);
+        let ok: Vec<u8> = std::iter::repeat_n(0x81u8, MAX_DEPTH)
+            .chain([0x00])
+            .collect();
+        assert!(decode(&ok).is_ok());
+    }
+
+    #[test]
+    fn positions() {
+        let e = decode(&[0x82, 0x01, 0xf9, 0, 0]).unwrap_err();
+        assert_eq!(e.pos, 2);
+        let e = decode(&[0x82, 0x01, 0x63, b'a', 0xc3, 0x28]).unwrap_err();
+        assert_eq!((e.pos, e.kind), (4, DecodeErrorKind::Utf8));
+    }
+
+    #[test]
+    fn ints() {
+        assert_eq!(decode(&[0x20]).unwrap(), ValueRef::Int(-1));
+        assert_eq!(
+            decode(&[0x3b, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]).unwrap(),
+            ValueRef::Int(i64::MIN)
+        );
+        assert_eq!(
+            decode(&[0x1b, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]).unwrap(),
+            ValueRef::Int(i64::MAX)
+        );
+    }
+}

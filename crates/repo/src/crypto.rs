@@ -1,0 +1,498 @@
+//! Signing keys for repo commits: secp256k1 (k256, "ES256K") and NIST P-256
+//! (p256, "ES256"), their `did:key` / multikey forms, and atproto's
+//! signature rules.
+//!
+//! Signatures are ECDSA over the SHA-256 of the message, 64 bytes compact
+//! `r || s`, low-S. Verification rejects DER-encoded signatures, any length
+//! other than 64, and high-S signatures (for both curves, checked before
+//! the curve arithmetic). Signing normalises to low-S (RFC 6979 nonces).
+//!
+//! Key encodings: `did:key:z` + base58btc(multicodec varint || compressed
+//! SEC1 point), multicodec 0xe7 (secp256k1-pub) or 0x1200 (p256-pub). Parsing
+//! also accepts uncompressed points inside a multikey; encoding always
+//! compresses. DID documents: the `#atproto` verification method, either
+//! `Multikey` or the legacy `EcdsaSecp256k1VerificationKey2019` /
+//! `EcdsaSecp256r1VerificationKey2019` types whose `publicKeyMultibase` is
+//! `z` + base58btc(point) with no multicodec prefix.
+//!
+//! Two secp256k1 verification backends ([`K256Backend`]): RustCrypto `k256`
+//! (always built; it also signs, parses keys and is the test oracle) and,
+//! with the default-on `libsecp256k1` feature, bitcoin-core's libsecp256k1
+//! (bundled C through the `secp256k1` crate), about twice as fast and the
+//! default. Both sit behind the same pre-checks (length, DER, scalar range,
+//! low-S), so they reject exactly the same signatures with the same
+//! [`SignatureError`]; only the final curve equation is delegated. A
+//! property test (`tests/crypto.rs`) holds them to identical answers.
+
+use k256::ecdsa::signature::hazmat::{PrehashSigner, PrehashVerifier};
+use sha2::{Digest, Sha256};
+
+/// The two curves atproto allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// secp256k1, JWT "ES256K".
+    K256,
+    /// NIST P-256, JWT "ES256".
+    P256,
+}
+
+impl Algorithm {
+    /// The multicodec code of this curve's public keys.
+    pub fn multicodec(self) -> u64 {
+        match self {
+            Algorithm::K256 => 0xe7,
+            Algorithm::P256 => 0x1200,
+        }
+    }
+}
+
+/// Why a key could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// Not a `did:key:z...` string.
+    #[error("not a did:key with a base58btc ('z') multibase")]
+    NotDidKey,
+    /// Multibase prefix other than `z`.
+    #[error("multibase must be base58btc ('z')")]
+    Multibase,
+    /// Invalid base58.
+    #[error("invalid base58btc")]
+    Base58,
+    /// A multicodec that is not a supported public key type.
+    #[error("unsupported key multicodec 0x{0:x}")]
+    Multicodec(u64),
+    /// Bytes that are not a point (or scalar) on the curve.
+    #[error("invalid {0:?} key bytes")]
+    Invalid(Algorithm),
+    /// A DID document without a usable `#atproto` key.
+    #[error("DID document: {0}")]
+    DidDocument(&'static str),
+}
+
+/// Why a signature was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SignatureError {
+    /// DER encoding (atproto requires 64-byte compact).
+    #[error("DER-encoded signature (compact r||s required)")]
+    Der,
+    /// Not 64 bytes.
+    #[error("signature must be 64 bytes, got {0}")]
+    Length(usize),
+    /// r or s zero or not below the curve order.
+    #[error("malformed signature scalars")]
+    Malformed,
+    /// s in the upper half of the order.
+    #[error("high-S signature")]
+    HighS,
+    /// Well-formed but does not verify.
+    #[error("signature does not verify")]
+    Invalid,
+}
+
+/// Which implementation checks secp256k1 signatures (the rules around it
+/// are the same for both; see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum K256Backend {
+    /// RustCrypto `k256` (precomputed tables).
+    RustCrypto,
+    /// bitcoin-core's libsecp256k1 (feature `libsecp256k1`).
+    #[cfg(feature = "libsecp256k1")]
+    LibSecp256k1,
+}
+
+impl K256Backend {
+    /// The backend [`PublicKey::verify_digest`] uses: libsecp256k1 when
+    /// built, else RustCrypto.
+    #[cfg(feature = "libsecp256k1")]
+    pub const DEFAULT: K256Backend = K256Backend::LibSecp256k1;
+    /// The backend [`PublicKey::verify_digest`] uses: libsecp256k1 when
+    /// built, else RustCrypto.
+    #[cfg(not(feature = "libsecp256k1"))]
+    pub const DEFAULT: K256Backend = K256Backend::RustCrypto;
+
+    /// Every backend compiled in.
+    pub const ALL: &'static [K256Backend] = &[
+        K256Backend::RustCrypto,
+        #[cfg(feature = "libsecp256k1")]
+        K256Backend::LibSecp256k1,
+    ];
+
+    /// A short name (`rustcrypto`, `libsecp256k1`).
+    pub fn name(self) -> &'static str {
+        match self {
+            K256Backend::RustCrypto => "rustcrypto",
+            #[cfg(feature = "libsecp256k1")]
+            K256Backend::LibSecp256k1 => "libsecp256k1",
+        }
+    }
+}
+
+/// A secp256k1 public key, held in the form each verification backend
+/// wants (converted once, when the key is made).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct K256PublicKey {
+    key: k256::ecdsa::VerifyingKey,
+    /// None only if libsecp256k1 refused a point RustCrypto accepted (never
+    /// seen; verification then falls back to RustCrypto).
+    #[cfg(feature = "libsecp256k1")]
+    fast: Option<secp256k1::PublicKey>,
+}
+
+impl K256PublicKey {
+    /// Wraps a RustCrypto key.
+    pub fn new(key: k256::ecdsa::VerifyingKey) -> Self {
+        #[cfg(feature = "libsecp256k1")]
+        let fast = {
+            let point = key.to_encoded_point(false);
+            <&[u8; 65]>::try_from(point.as_bytes())
+                .ok()
+                .and_then(|b| secp256k1::PublicKey::from_byte_array_uncompressed(*b).ok())
+        };
+        K256PublicKey {
+            key,
+            #[cfg(feature = "libsecp256k1")]
+            fast,
+        }
+    }
+
+    /// The RustCrypto key.
+    pub fn verifying_key(&self) -> &k256::ecdsa::VerifyingKey {
+        &self.key
+    }
+
+    /// Verifies a signature that already passed the atproto pre-checks.
+    #[inline]
+    fn verify_checked(
+        &self,
+        backend: K256Backend,
+        digest: &[u8; 32],
+        sig: &k256::ecdsa::Signature,
+        raw: &[u8],
+    ) -> Result<(), SignatureError> {
+        match backend {
+            #[cfg(feature = "libsecp256k1")]
+            K256Backend::LibSecp256k1 => {
+                if let Some(fast) = &self.fast {
+                    // Cannot fail after k256's range check (r, s in
+                    // [1, n-1]); libsecp256k1 rejects only r or s >= n.
+                    let s = secp256k1::ecdsa::Signature::from_compact(raw)
+                        .map_err(|_| SignatureError::Malformed)?;
+                    let msg = secp256k1::Message::from_digest(*digest);
+                    return secp256k1::ecdsa::verify(&s, msg, fast)
+                        .map_err(|_| SignatureError::Invalid);
+                }
+                self.key
+                    .verify_prehash(digest, sig)
+                    .map_err(|_| SignatureError::Invalid)
+            }
+            K256Backend::RustCrypto => {
+                let _ = raw;
+                self.key
+                    .verify_prehash(digest, sig)
+                    .map_err(|_| SignatureError::Invalid)
+            }
+        }
+    }
+}
+
+impl From<k256::ecdsa::VerifyingKey> for K256PublicKey {
+    fn from(key: k256::ecdsa::VerifyingKey) -> Self {
+        K256PublicKey::new(key)
+    }
+}
+
+/// A public key on one of the two curves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PublicKey {
+    /// secp256k1.
+    K256(K256PublicKey),
+    /// P-256.
+    P256(p256::ecdsa::VerifyingKey),
+}
+
+/// A private signing key on one of the two curves.
+#[derive(Clone)]
+pub enum Keypair {
+    /// secp256k1.
+    K256(k256::ecdsa::SigningKey),
+    /// P-256.
+    P256(p256::ecdsa::SigningKey),
+}
+
+impl std::fmt::Debug for Keypair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Keypair({:?}, {})",
+            self.algorithm(),
+            self.public_key().to_did_key()
+        )
+    }
+}
+
+impl Keypair {
+    /// A key from its 32-byte big-endian secret scalar.
+    pub fn from_bytes(alg: Algorithm, secret: &[u8]) -> Result<Self, KeyError> {
+        if secret.len() != 32 {
+            return Err(KeyError::Invalid(alg));
+        }
+        Ok(match alg {
+            Algorithm::K256 => Keypair::K256(
+                k256::ecdsa::SigningKey::from_slice(secret).map_err(|_| KeyError::Invalid(alg))?,
+            ),
+            Algorithm::P256 => Keypair::P256(
+                p256::ecdsa::SigningKey::from_slice(secret).map_err(|_| KeyError::Invalid(alg))?,
+            ),
+        })
+    }
+
+    /// The secret scalar, 32 bytes big-endian.
+    pub fn to_bytes(&self) -> [u8; 32] {
+        match self {
+            Keypair::K256(k) => k.to_bytes().into(),
+            Keypair::P256(k) => k.to_bytes().into(),
+        }
+    }
+
+    /// The curve.
+    pub fn algorithm(&self) -> Algorithm {
+        match self {
+            Keypair::K256(_) => Algorithm::K256,
+            Keypair::P256(_) => Algorithm::P256,
+        }
+    }
+
+    /// The public half.
+    pub fn public_key(&self) -> PublicKey {
+        match self {
+            Keypair::K256(k) => PublicKey::K256(K256PublicKey::new(*k.verifying_key())),
+            Keypair::P256(k) => PublicKey::P256(*k.verifying_key()),
+        }
+    }
+
+    /// Signs SHA-256(`msg`): 64-byte compact, low-S.
+    pub fn sign(&self, msg: &[u8]) -> [u8; 64] {
+        self.sign_digest(&Sha256::digest(msg).into())
+    }
+
+    /// Signs a SHA-256 digest: 64-byte compact, low-S.
+    pub fn sign_digest(&self, digest: &[u8; 32]) -> [u8; 64] {
+        // Signing a 32-byte prehash with a valid key cannot fail; fall back
+        // to an all-zero (never-verifying) signature rather than panic.
+        match self {
+            Keypair::K256(k) => {
+                let sig: Result<k256::ecdsa::Signature, _> = k.sign_prehash(digest);
+                sig.map(|s| {
+                    let s = s.normalize_s().unwrap_or(s);
+                    s.to_bytes().into()
+                })
+                .unwrap_or([0; 64])
+            }
+            Keypair::P256(k) => {
+                let sig: Result<p256::ecdsa::Signature, _> = k.sign_prehash(digest);
+                sig.map(|s| {
+                    let s = s.normalize_s().unwrap_or(s);
+                    s.to_bytes().into()
+                })
+                .unwrap_or([0; 64])
+            }
+        }
+    }
+}
+
+fn looks_der(sig: &[u8]) -> bool {
+    sig.len() >= 8 && sig.len() <= 72 && sig[0] == 0x30 && usize::from(sig[1]) == sig.len() - 2
+}
+
+impl PublicKey {
+    /// The curve.
+    pub fn algorithm(&self) -> Algorithm {
+        match self {
+            PublicKey::K256(_) => Algorithm::K256,
+            PublicKey::P256(_) => Algorithm::P256,
+        }
+    }
+
+    /// A key from SEC1 bytes (compressed or uncompressed).
+    pub fn from_sec1(alg: Algorithm, bytes: &[u8]) -> Result<Self, KeyError> {
+        Ok(match alg {
+            Algorithm::K256 => PublicKey::K256(K256PublicKey::new(
+                k256::ecdsa::VerifyingKey::from_sec1_bytes(bytes)
+                    .map_err(|_| KeyError::Invalid(alg))?,
+            )),
+            Algorithm::P256 => PublicKey::P256(
+                p256::ecdsa::VerifyingKey::from_sec1_bytes(bytes)
+                    .map_err(|_| KeyError::Invalid(alg))?,
+            ),
+        })
+    }
+
+    /// The 33-byte compressed SEC1 point.
+    pub fn to_compressed(&self) -> [u8; 33] {
+        let mut out = [0u8; 33];
+        match self {
+            PublicKey::K256(k) => out.copy_from_slice(k.key.to_encoded_point(true).as_bytes()),
+            PublicKey::P256(k) => out.copy_from_slice(k.to_encoded_point(true).as_bytes()),
+        }
+        out
+    }
+
+    /// Parses a multikey: `z` + base58btc(multicodec varint || point).
+    pub fn from_multikey(s: &str) -> Result<Self, KeyError> {
+        let body = s.strip_prefix('z').ok_or(KeyError::Multibase)?;
+        let bytes = bs58::decode(body)
+            .into_vec()
+            .map_err(|_| KeyError::Base58)?;
+        let (code, n) = crate::varint::read(&bytes).map_err(|_| KeyError::Multicodec(0))?;
+        let alg = match code {
+            0xe7 => Algorithm::K256,
+            0x1200 => Algorithm::P256,
+            other => return Err(KeyError::Multicodec(other)),
+        };
+        PublicKey::from_sec1(alg, &bytes[n..])
+    }
+
+    /// The multikey form (`z...`, compressed point).
+    pub fn to_multikey(&self) -> String {
+        let (prefix, n) = crate::varint::encode(self.algorithm().multicodec());
+        let mut bytes = Vec::with_capacity(n + 33);
+        bytes.extend_from_slice(&prefix[..n]);
+        bytes.extend_from_slice(&self.to_compressed());
+        format!("z{}", bs58::encode(bytes).into_string())
+    }
+
+    /// Parses `did:key:z...`.
+    pub fn from_did_key(s: &str) -> Result<Self, KeyError> {
+        let mk = s.strip_prefix("did:key:").ok_or(KeyError::NotDidKey)?;
+        PublicKey::from_multikey(mk)
+    }
+
+    /// The `did:key:z...` form.
+    pub fn to_did_key(&self) -> String {
+        format!("did:key:{}", self.to_multikey())
+    }
+
+    /// Parses a legacy `publicKeyMultibase` (no multicodec prefix).
+    pub fn from_legacy_multibase(alg: Algorithm, s: &str) -> Result<Self, KeyError> {
+        let body = s.strip_prefix('z').ok_or(KeyError::Multibase)?;
+        let bytes = bs58::decode(body)
+            .into_vec()
+            .map_err(|_| KeyError::Base58)?;
+        PublicKey::from_sec1(alg, &bytes)
+    }
+
+    /// The atproto signing key of a DID document (`#atproto` method).
+    pub fn from_did_document(doc: &serde_json::Value) -> Result<Self, KeyError> {
+        let methods = doc
+            .get("verificationMethod")
+            .and_then(|m| m.as_array())
+            .ok_or(KeyError::DidDocument("no verificationMethod list"))?;
+        let method = methods
+            .iter()
+            .find(|m| {
+                m.get("id")
+                    .and_then(|i| i.as_str())
+                    .is_some_and(|id| id.ends_with("#atproto"))
+            })
+            .ok_or(KeyError::DidDocument("no #atproto verification method"))?;
+        let mb = method
+            .get("publicKeyMultibase")
+            .and_then(|v| v.as_str())
+            .ok_or(KeyError::DidDocument("no publicKeyMultibase"))?;
+        match method.get("type").and_then(|t| t.as_str()) {
+            Some("Multikey") => PublicKey::from_multikey(mb),
+            Some("EcdsaSecp256k1VerificationKey2019") => {
+                PublicKey::from_legacy_multibase(Algorithm::K256, mb)
+            }
+            Some("EcdsaSecp256r1VerificationKey2019") => {
+                PublicKey::from_legacy_multibase(Algorithm::P256, mb)
+            }
+            _ => Err(KeyError::DidDocument(
+                "unsupported verification method type",
+            )),
+        }
+    }
+
+    /// Verifies `sig` over SHA-256(`msg`).
+    pub fn verify(&self, msg: &[u8], sig: &[u8]) -> Result<(), SignatureError> {
+        self.verify_digest(&Sha256::digest(msg).into(), sig)
+    }
+
+    /// Verifies `sig` over a SHA-256 digest (atproto rules: 64-byte compact,
+    /// low-S), secp256k1 on [`K256Backend::DEFAULT`].
+    #[inline]
+    pub fn verify_digest(&self, digest: &[u8; 32], sig: &[u8]) -> Result<(), SignatureError> {
+        self.verify_digest_with(K256Backend::DEFAULT, digest, sig)
+    }
+
+    /// [`verify_digest`](Self::verify_digest) on a chosen secp256k1
+    /// backend (ignored for P-256). Every backend gives the same answer.
+    pub fn verify_digest_with(
+        &self,
+        backend: K256Backend,
+        digest: &[u8; 32],
+        sig: &[u8],
+    ) -> Result<(), SignatureError> {
+        if sig.len() != 64 {
+            return Err(if looks_der(sig) {
+                SignatureError::Der
+            } else {
+                SignatureError::Length(sig.len())
+            });
+        }
+        match self {
+            PublicKey::K256(k) => {
+                let s = k256::ecdsa::Signature::from_slice(sig)
+                    .map_err(|_| SignatureError::Malformed)?;
+                if s.normalize_s().is_some() {
+                    return Err(SignatureError::HighS);
+                }
+                k.verify_checked(backend, digest, &s, sig)
+            }
+            PublicKey::P256(k) => {
+                let s = p256::ecdsa::Signature::from_slice(sig)
+                    .map_err(|_| SignatureError::Malformed)?;
+                if s.normalize_s().is_some() {
+                    return Err(SignatureError::HighS);
+                }
+                k.verify_prehash(digest, &s)
+                    .map_err(|_| SignatureError::Invalid)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sign_verify_both_curves() {
+        for alg in [Algorithm::K256, Algorithm::P256] {
+            let k = Keypair::from_bytes(alg, &[7u8; 32]).unwrap();
+            let pk = k.public_key();
+            let sig = k.sign(b"hello");
+            pk.verify(b"hello", &sig).unwrap();
+            assert_eq!(pk.verify(b"hellO", &sig), Err(SignatureError::Invalid));
+            for &b in K256Backend::ALL {
+                let d: [u8; 32] = Sha256::digest(b"hello").into();
+                pk.verify_digest_with(b, &d, &sig).unwrap();
+                let d: [u8; 32] = Sha256::digest(b"hellO").into();
+                assert_eq!(
+                    pk.verify_digest_with(b, &d, &sig),
+                    Err(SignatureError::Invalid)
+                );
+            }
+            let did = pk.to_did_key();
+            assert_eq!(PublicKey::from_did_key(&did).unwrap(), pk);
+            assert_eq!(
+                Keypair::from_bytes(alg, &k.to_bytes())
+                    .unwrap()
+                    .public_key(),
+                pk
+            );
+        }
+        assert!(Keypair::from_bytes(Algorithm::K256, &[0u8; 32]).is_err());
+        assert!(Keypair::from_bytes(Algorithm::K256, &[1u8; 31]).is_err());
+    }
+}

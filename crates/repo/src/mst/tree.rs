@@ -1,0 +1,560 @@
+//! [`Mst`]: a lazily loaded, editable tree over a [`BlockSource`].
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::edit::{self, Link, MutNode};
+use super::node::{Entry, Key, Node, encode_node};
+use super::source::BlockSource;
+use super::{MAX_LAYER, MstError, key_height, validate_key};
+use crate::cid::{Cid, CidMap, Codec};
+
+/// Decoded nodes by CID, bounded (cleared when full). Carry one from one
+/// [`Mst`] to the next with [`Mst::with_cache`] / [`Mst::into_cache`] to keep
+/// hot paths decoded across writes.
+#[derive(Debug, Clone)]
+pub struct NodeCache {
+    map: CidMap<Arc<Node>>,
+    capacity: usize,
+}
+
+impl Default for NodeCache {
+    fn default() -> Self {
+        NodeCache::new(1 << 16)
+    }
+}
+
+impl NodeCache {
+    /// A cache holding at most `capacity` nodes (0 disables caching).
+    pub fn new(capacity: usize) -> Self {
+        NodeCache {
+            map: CidMap::default(),
+            capacity,
+        }
+    }
+
+    /// Like [`new`](Self::new), with room for `expected` nodes before the
+    /// map first grows.
+    pub fn with_capacity(capacity: usize, expected: usize) -> Self {
+        NodeCache {
+            map: CidMap::with_capacity_and_hasher(expected.min(capacity), Default::default()),
+            capacity,
+        }
+    }
+
+    /// Number of cached nodes.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Drops every cached node.
+    pub fn clear(&mut self) {
+        self.map.clear();
+    }
+
+    fn insert(&mut self, cid: Cid, node: Arc<Node>) {
+        if self.capacity == 0 {
+            return;
+        }
+        if self.map.len() >= self.capacity {
+            self.map.clear();
+        }
+        self.map.insert(cid, node);
+    }
+}
+
+/// Loads nodes: nodes made by this tree first, then the cache, then the
+/// source. Records which stored nodes edits replaced.
+pub(crate) struct Loader<S> {
+    pub source: S,
+    pub cache: NodeCache,
+    /// Nodes this tree hashed and has not replaced since (not evictable:
+    /// the source may not hold them yet).
+    pub fresh: CidMap<Arc<Node>>,
+    /// Stored nodes replaced by edits since the last commit.
+    pub replaced: Vec<Cid>,
+}
+
+impl<S: BlockSource> Loader<S> {
+    pub fn node(&mut self, cid: &Cid) -> Result<Arc<Node>, MstError> {
+        if let Some(n) = self.fresh.get(cid).or_else(|| self.cache.map.get(cid)) {
+            return Ok(n.clone());
+        }
+        let bytes = self
+            .source
+            .get_block(cid)?
+            .ok_or(MstError::MissingBlock(*cid))?;
+        let node = Arc::new(Node::decode(&bytes)?);
+        self.cache.insert(*cid, node.clone());
+        Ok(node)
+    }
+
+    /// The layer of the tree rooted at `root`: its first key's height, or
+    /// (for untrimmed roots with only a left subtree) one more than the
+    /// subtree's; 0 for the empty tree.
+    pub fn layer_of(&mut self, root: Cid) -> Result<u8, MstError> {
+        let mut extra = 0u8;
+        let mut cur = root;
+        let l = loop {
+            let node = self.node(&cur)?;
+            if let Some(e) = node.entries.first() {
+                break key_height(&e.key).saturating_add(extra);
+            }
+            match node.left {
+                Some(l) => cur = l,
+                None => break extra,
+            }
+            extra += 1;
+            if extra > MAX_LAYER {
+                return Err(MstError::malformed("tree deeper than the layer limit"));
+            }
+        };
+        if l > MAX_LAYER {
+            return Err(MstError::malformed("root layer past the limit"));
+        }
+        Ok(l)
+    }
+
+    /// Makes `link` editable (loading it if stored) and returns the node.
+    pub fn open<'l>(&mut self, link: &'l mut Link) -> Result<&'l mut MutNode, MstError> {
+        if let Link::Stored(cid) = *link {
+            let node = match self.fresh.remove(&cid) {
+                Some(n) => n,
+                None => self.node(&cid)?,
+            };
+            self.replaced.push(cid);
+            *link = Link::Dirty(Box::new(MutNode::from_node(&node)));
+        }
+        match link {
+            Link::Dirty(n) => Ok(n),
+            Link::Stored(_) => Err(MstError::malformed("unreachable: link not opened")),
+        }
+    }
+
+    /// Takes ownership of a subtree's root node as editable.
+    pub fn take(&mut self, mut link: Link) -> Result<Box<MutNode>, MstError> {
+        self.open(&mut link)?;
+        match link {
+            Link::Dirty(n) => Ok(n),
+            Link::Stored(_) => Err(MstError::malformed("unreachable: link not opened")),
+        }
+    }
+}
+
+/// What a commit of the edits produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MstCommit {
+    /// The new root CID.
+    pub root: Cid,
+    /// Node blocks the new tree has that the previous one did not.
+    pub new_blocks: Vec<(Cid, Vec<u8>)>,
+    /// Node CIDs the previous tree had that the new one does not.
+    pub removed: Vec<Cid>,
+}
+
+/// One change for [`Mst::apply`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteOp {
+    /// Create or update `key` to point at `cid`.
+    Put {
+        /// `collection/rkey`.
+        key: String,
+        /// The record CID.
+        cid: Cid,
+    },
+    /// Remove `key`.
+    Delete {
+        /// `collection/rkey`.
+        key: String,
+    },
+}
+
+impl WriteOp {
+    /// The key it touches.
+    pub fn key(&self) -> &str {
+        match self {
+            WriteOp::Put { key, .. } | WriteOp::Delete { key } => key,
+        }
+    }
+}
+
+/// The result of [`Mst::apply`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteResult {
+    /// Root, new blocks and removed CIDs.
+    pub commit: MstCommit,
+    /// Each op's previous value (None: the key was absent).
+    pub previous: Vec<Option<Cid>>,
+    /// The covering proof of every changed key in the new tree: the node
+    /// CIDs a `#commit` CAR slice must carry so the ops can be inverted.
+    pub proof: Vec<Cid>,
+}
+
+/// An MST loaded lazily from a block source and edited in memory.
+pub struct Mst<S> {
+    pub(crate) ld: Loader<S>,
+    pub(crate) root: Link,
+    layer: Option<u8>,
+}
+
+impl<S: BlockSource> Mst<S> {
+    /// The tree rooted at `root`; nothing is read until needed.
+    pub fn load(source: S, root: Cid) -> Self {
+        Mst::with_cache(source, root, NodeCache::default())
+    }
+
+    /// Like [`load`](Self::load), reusing a node cache.
+    pub fn with_cache(source: S, root: Cid, cache: NodeCache) -> Self {
+        Mst {
+            ld: Loader {
+                source,
+                cache,
+                fresh: CidMap::default(),
+                replaced: Vec::new(),
+            },
+            root: Link::Stored(root),
+            layer: None,
+        }
+    }
+
+    /// An empty tree.
+    pub fn empty(source: S) -> Self {
+        let mut m = Mst::load(source, Cid::new(crate::cid::Codec::DagCbor, [0; 32]));
+        m.root = Link::Dirty(Box::default());
+        m.layer = Some(0);
+        m
+    }
+
+    /// Gives back the node cache (for the next tree over the same source).
+    pub fn into_cache(self) -> NodeCache {
+        self.ld.cache
+    }
+
+    /// The block source.
+    pub fn source(&self) -> &S {
+        &self.ld.source
+    }
+
+    /// Mutable access to the block source (for example to store committed
+    /// blocks).
+    pub fn source_mut(&mut self) -> &mut S {
+        &mut self.ld.source
+    }
+
+    /// The record CID under `key`.
+    pub fn get(&mut self, key: &str) -> Result<Option<Cid>, MstError> {
+        let key = key.as_bytes();
+        let mut cur = match &self.root {
+            Link::Stored(c) => Some(*c),
+            Link::Dirty(n) => match get_dirty(n, key) {
+                DirtyHit::Found(v) => return Ok(Some(v)),
+                DirtyHit::Absent => return Ok(None),
+                DirtyHit::Stored(c) => Some(c),
+            },
+        };
+        let mut depth = 0;
+        while let Some(cid) = cur {
+            let node = self.ld.node(&cid)?;
+            match node.search(key) {
+                Ok(i) => return Ok(Some(node.entries[i].value)),
+                Err(i) => cur = node.gap(i),
+            }
+            depth += 1;
+            if depth > MAX_LAYER as usize + 1 {
+                return Err(MstError::malformed("tree deeper than the layer limit"));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The root node's layer.
+    pub fn layer(&mut self) -> Result<u8, MstError> {
+        if let Some(l) = self.layer {
+            return Ok(l);
+        }
+        let root = match &self.root {
+            Link::Stored(c) => *c,
+            Link::Dirty(_) => return Err(MstError::malformed("unknown layer of edited root")),
+        };
+        let l = self.ld.layer_of(root)?;
+        self.layer = Some(l);
+        Ok(l)
+    }
+
+    /// Creates or updates `key`; returns the previous value.
+    pub fn insert(&mut self, key: &str, value: Cid) -> Result<Option<Cid>, MstError> {
+        validate_key(key)?;
+        let height = key_height(key.as_bytes());
+        let layer = self.layer()?;
+        let k = Key::new(key.as_bytes());
+        if height <= layer {
+            return edit::insert(&mut self.ld, &mut self.root, layer, k, height, value);
+        }
+        // The key goes above the current root: split the whole tree.
+        let old = std::mem::replace(&mut self.root, Link::Dirty(Box::default()));
+        let (mut lo, mut hi) = if self.is_empty_tree(&old)? {
+            if let Link::Stored(c) = old {
+                self.ld.fresh.remove(&c);
+                self.ld.replaced.push(c);
+            }
+            (None, None)
+        } else {
+            edit::split(&mut self.ld, old, layer, &k)?
+        };
+        for _ in layer + 1..height {
+            lo = lo.map(edit::wrap);
+            hi = hi.map(edit::wrap);
+        }
+        self.root = Link::Dirty(Box::new(MutNode {
+            left: lo,
+            entries: vec![edit::MutEntry {
+                key: k,
+                value,
+                right: hi,
+            }],
+        }));
+        self.layer = Some(height);
+        Ok(None)
+    }
+
+    fn is_empty_tree(&mut self, link: &Link) -> Result<bool, MstError> {
+        Ok(match link {
+            Link::Dirty(n) => n.is_empty(),
+            Link::Stored(c) => {
+                let n = self.ld.node(c)?;
+                n.entries.is_empty() && n.left.is_none()
+            }
+        })
+    }
+
+    /// Removes `key`; returns its value (None when it was absent).
+    pub fn delete(&mut self, key: &str) -> Result<Option<Cid>, MstError> {
+        validate_key(key)?;
+        if self.get(key)?.is_none() {
+            return Ok(None);
+        }
+        let height = key_height(key.as_bytes());
+        let layer = self.layer()?;
+        if height > layer {
+            return Err(MstError::malformed("key found above the root layer"));
+        }
+        let removed = edit::delete(&mut self.ld, &mut self.root, layer, key.as_bytes(), height)?;
+        self.trim_top()?;
+        Ok(removed)
+    }
+
+    /// Drops root nodes left with no entries (the root is always at the
+    /// highest key's layer).
+    fn trim_top(&mut self) -> Result<(), MstError> {
+        loop {
+            let left = match &mut self.root {
+                Link::Dirty(n) if n.entries.is_empty() => n.left.take(),
+                Link::Dirty(_) => return Ok(()),
+                Link::Stored(c) => {
+                    let c = *c;
+                    let n = self.ld.node(&c)?;
+                    if !n.entries.is_empty() || n.left.is_none() {
+                        return Ok(());
+                    }
+                    self.ld.fresh.remove(&c);
+                    self.ld.replaced.push(c);
+                    n.left.map(Link::Stored)
+                }
+            };
+            match left {
+                Some(l) => {
+                    self.root = l;
+                    let layer = self.layer()?;
+                    self.layer = Some(
+                        layer
+                            .checked_sub(1)
+                            .ok_or(MstError::malformed("subtree below layer 0"))?,
+                    );
+                }
+                None => {
+                    self.root = Link::Dirty(Box::default());
+                    self.layer = Some(0);
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Applies `ops` in order, commits, and computes the covering proof of
+    /// every touched key.
+    pub fn apply(&mut self, ops: &[WriteOp]) -> Result<WriteResult, MstError> {
+        let mut previous = Vec::with_capacity(ops.len());
+        for op in ops {
+            previous.push(match op {
+                WriteOp::Put { key, cid } => self.insert(key, *cid)?,
+                WriteOp::Delete { key } => self.delete(key)?,
+            });
+        }
+        let commit = self.commit()?;
+        let mut proof = Vec::new();
+        let mut seen = HashSet::new();
+        for op in ops {
+            for cid in self.covering_proof(op.key())? {
+                if seen.insert(cid) {
+                    proof.push(cid);
+                }
+            }
+        }
+        Ok(WriteResult {
+            commit,
+            previous,
+            proof,
+        })
+    }
+
+    /// The root CID with the pending edits applied, computed without
+    /// committing: edited nodes are hashed but stay edited and no block
+    /// bytes are kept (for verification, where nothing will be stored).
+    pub fn root(&self) -> Result<Cid, MstError> {
+        let mut buf = Vec::with_capacity(1024);
+        Ok(hash_link(&self.root, &mut buf))
+    }
+
+    /// Hashes every edited node; returns the new root, the node blocks to
+    /// add and the node CIDs no longer referenced since the last commit (or
+    /// the load). Committed nodes stay readable from this tree even before
+    /// the caller stores the new blocks.
+    pub fn commit(&mut self) -> Result<MstCommit, MstError> {
+        // One write dirties about one node per layer: size for that.
+        let expect = self.ld.replaced.len() + 4;
+        let mut blocks = Vec::with_capacity(expect);
+        self.ld.fresh.reserve(expect);
+        let root = {
+            let mut ctx = Finalize {
+                out: &mut blocks,
+                fresh: &mut self.ld.fresh,
+            };
+            ctx.link(&mut self.root)
+        };
+        // A handful of CIDs each: sorted vectors, no hashing.
+        let mut replaced = std::mem::take(&mut self.ld.replaced);
+        replaced.sort_unstable();
+        replaced.dedup();
+        let mut made: Vec<Cid> = blocks.iter().map(|b| b.0).collect();
+        made.sort_unstable();
+        blocks.retain(|b| replaced.binary_search(&b.0).is_err());
+        replaced.retain(|c| made.binary_search(c).is_err());
+        let removed = replaced;
+        Ok(MstCommit {
+            root,
+            new_blocks: blocks,
+            removed,
+        })
+    }
+
+    /// The canonical bytes of the node `cid` (from this tree's fresh nodes,
+    /// the cache or the source).
+    pub fn node_bytes(&mut self, cid: &Cid) -> Result<Vec<u8>, MstError> {
+        Ok(self.ld.node(cid)?.to_block().1)
+    }
+
+    /// The decoded node `cid`.
+    pub fn node(&mut self, cid: &Cid) -> Result<Arc<Node>, MstError> {
+        self.ld.node(cid)
+    }
+}
+
+enum DirtyHit {
+    Found(Cid),
+    Absent,
+    Stored(Cid),
+}
+
+fn get_dirty(mut n: &MutNode, key: &[u8]) -> DirtyHit {
+    loop {
+        let next = match n.search(key) {
+            Ok(i) => return DirtyHit::Found(n.entries[i].value),
+            Err(0) => n.left.as_ref(),
+            Err(i) => n.entries[i - 1].right.as_ref(),
+        };
+        match next {
+            None => return DirtyHit::Absent,
+            Some(Link::Stored(c)) => return DirtyHit::Stored(*c),
+            Some(Link::Dirty(d)) => n = d,
+        }
+    }
+}
+
+/// The CID of a subtree, hashing edited nodes without changing them.
+fn hash_link(link: &Link, buf: &mut Vec<u8>) -> Cid {
+    let node = match link {
+        Link::Stored(c) => return *c,
+        Link::Dirty(n) => n,
+    };
+    let left = node.left.as_ref().map(|l| hash_link(l, buf));
+    // Child CIDs first (most nodes are small: no allocation for <= 16).
+    let mut small = [None; 16];
+    let mut large = Vec::new();
+    let rights: &mut [Option<Cid>] = if node.entries.len() <= small.len() {
+        &mut small[..node.entries.len()]
+    } else {
+        large.resize(node.entries.len(), None);
+        &mut large
+    };
+    for (slot, e) in rights.iter_mut().zip(&node.entries) {
+        *slot = e.right.as_ref().map(|r| hash_link(r, buf));
+    }
+    buf.clear();
+    encode_node(
+        buf,
+        left.as_ref(),
+        node.entries.len(),
+        node.entries
+            .iter()
+            .zip(rights.iter())
+            .map(|(e, r)| (&*e.key, &e.value, r.as_ref())),
+    );
+    Cid::for_dag_cbor(buf)
+}
+
+/// Post-order hashing of dirty nodes for a commit: each becomes stored,
+/// its bytes are kept, and its decoded form stays readable.
+struct Finalize<'a> {
+    out: &'a mut Vec<(Cid, Vec<u8>)>,
+    fresh: &'a mut CidMap<Arc<Node>>,
+}
+
+impl Finalize<'_> {
+    fn link(&mut self, link: &mut Link) -> Cid {
+        // Take the edited node out (placeholder CID, replaced below) so
+        // its keys move into the stored form instead of being cloned.
+        let placeholder = Link::Stored(Cid::new(Codec::DagCbor, [0; 32]));
+        let node = match std::mem::replace(link, placeholder) {
+            Link::Stored(c) => {
+                *link = Link::Stored(c);
+                return c;
+            }
+            Link::Dirty(n) => n,
+        };
+        let MutNode {
+            left,
+            entries: dirty,
+        } = *node;
+        let left = left.map(|mut l| self.link(&mut l));
+        let mut entries = Vec::with_capacity(dirty.len());
+        for e in dirty {
+            let right = e.right.map(|mut r| self.link(&mut r));
+            entries.push(Entry {
+                key: e.key,
+                value: e.value,
+                right,
+            });
+        }
+        let data = Node { left, entries };
+        let (cid, bytes) = data.to_block();
+        self.out.push((cid, bytes));
+        self.fresh.insert(cid, Arc::new(data));
+        *link = Link::Stored(cid);
+        cid
+    }
+}
