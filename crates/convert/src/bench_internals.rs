@@ -1,0 +1,7 @@
+//! Baselines the benches compare against, not part of the API (feature
+//! `bench-internals`).
+
+/// `convert.parse_rest_dispatch/clone-body`: the reference gateway's shape
+/// (parse to a DOM, read fields by reference, deep-clone the body). Returns
+/// the same requests as [`crate::parse_rest_dispatch`].
+pub use crate::dispatch::rest::parse_rest_dispatch_clone_body;
