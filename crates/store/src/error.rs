@@ -1,0 +1,101 @@
+//! The store's typed errors.
+
+use repo::Cid;
+
+/// Everything a store operation can fail on. Input errors (the first group)
+/// are detected before anything is written.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A DID, NSID, record key or AT-URI with bad syntax.
+    #[error("{0}")]
+    Syntax(#[from] repo::syntax::SyntaxError),
+    /// A record that is not valid DAG-CBOR.
+    #[error("record is not valid DAG-CBOR: {0}")]
+    RecordDecode(#[from] repo::cbor::DecodeError),
+    /// A record that is valid DAG-CBOR but not an acceptable record.
+    #[error("invalid record: {0}")]
+    InvalidRecord(&'static str),
+    /// A record over the configured size limit.
+    #[error("record of {size} bytes exceeds the limit of {max}")]
+    RecordTooLarge {
+        /// Encoded size.
+        size: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A blob over the configured size limit.
+    #[error("blob of {size} bytes exceeds the limit of {max}")]
+    BlobTooLarge {
+        /// Blob size.
+        size: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A MIME type that is not `type/subtype`.
+    #[error("invalid MIME type {0:?}")]
+    InvalidMime(String),
+    /// An applyWrites batch that is empty, too long, or names a path twice.
+    #[error("invalid write batch: {0}")]
+    InvalidBatch(&'static str),
+    /// A signing key of an algorithm the store does not sign with (k256 only).
+    #[error("unsupported signing key: {0}")]
+    UnsupportedKey(&'static str),
+    /// No such account.
+    #[error("unknown account {0}")]
+    UnknownAccount(String),
+    /// The account already exists.
+    #[error("account {0} already exists")]
+    AccountExists(String),
+    /// The account was imported without a signing key; it cannot be written.
+    #[error("account {0} has no signing key in this store")]
+    ReadOnlyAccount(String),
+    /// swapCommit / swapRecord did not match.
+    #[error("invalid swap on {what}: expected {expected:?}, found {found:?}")]
+    InvalidSwap {
+        /// `commit` or the record path.
+        what: String,
+        /// What the caller expected.
+        expected: Option<Cid>,
+        /// What the store holds.
+        found: Option<Cid>,
+    },
+    /// A create on a path that already holds a record.
+    #[error("record {0} already exists")]
+    RecordExists(String),
+    /// An update or delete of a path that holds no record.
+    #[error("record {0} not found")]
+    RecordNotFound(String),
+    /// A CAR file that is malformed or whose blocks do not match their CIDs.
+    #[error("CAR: {0}")]
+    Car(#[from] repo::car::CarError),
+    /// A commit block that does not decode or verify.
+    #[error("commit: {0}")]
+    Commit(#[from] repo::commit::CommitError),
+    /// An imported repository that is inconsistent.
+    #[error("invalid repository: {0}")]
+    InvalidRepo(String),
+    /// The MST could not be read or edited.
+    #[error("MST: {0}")]
+    Mst(#[from] repo::mst::MstError),
+    /// Stored data that breaks the store's invariants.
+    #[error("store corrupt: {0}")]
+    Corrupt(String),
+    /// SQLite failed.
+    #[error("sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// A stored column has an unexpected type.
+    #[error("sqlite column: {0}")]
+    Column(#[from] rusqlite::types::FromSqlError),
+    /// File I/O failed.
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    /// The batch this write was part of failed to commit.
+    #[error("write batch failed to commit: {0}")]
+    BatchFailed(String),
+    /// The writer thread is gone (the store is shutting down or crashed).
+    #[error("store writer is not running")]
+    WriterGone,
+}
+
+/// Result alias.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

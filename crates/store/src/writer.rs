@@ -1,0 +1,756 @@
+//! The writer thread: one SQLite connection, a queue, group commit.
+//!
+//! Callers validate and encode their input on their own thread, then send a
+//! [`Job`] and block on its reply. The writer takes the first queued job
+//! plus whatever else is queued (up to `max_batch`), opens one
+//! `BEGIN IMMEDIATE` transaction, runs each job inside its own `SAVEPOINT`
+//! (a failing job is rolled back alone, the others keep their writes),
+//! commits once (one WAL append, one fsync under `synchronous = FULL`),
+//! and only then answers every caller. A caller therefore never sees an
+//! acknowledgement for a write that is not committed, and concurrent
+//! writers on different accounts share one transaction.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender};
+
+use repo::Cid;
+use repo::car::write_car_vec;
+use repo::cbor::Encoder;
+use repo::commit::UnsignedCommit;
+use repo::crypto::{Algorithm, Keypair};
+use repo::firehose::{Action, CommitEvent, Frame, RepoOp, SyncEvent};
+use repo::mst::{BlockSource, BlockSourceError, MemoryBlockStore, Mst, NodeCache, WriteOp};
+use repo::syntax::{Tid, TidGenerator};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::error::{Result, StoreError};
+use crate::{CommitInfo, WriteAction, WriteOutcome};
+
+/// A queued unit of work for the writer thread.
+pub(crate) trait Job: Send {
+    /// Runs inside the batch transaction (and the job's savepoint); `false`
+    /// when it failed (its error is kept for [`finish`](Job::finish)).
+    fn run(&mut self, w: &mut Writer) -> bool;
+    /// Answers the caller once the batch committed (or failed to).
+    fn finish(self: Box<Self>, committed: std::result::Result<(), String>);
+}
+
+/// A closure job with a typed answer.
+pub(crate) struct Task<T, F> {
+    f: Option<F>,
+    out: Option<Result<T>>,
+    reply: SyncSender<Result<T>>,
+}
+
+impl<T, F> Task<T, F> {
+    pub(crate) fn new(f: F, reply: SyncSender<Result<T>>) -> Self {
+        Task {
+            f: Some(f),
+            out: None,
+            reply,
+        }
+    }
+}
+
+impl<T: Send, F: FnOnce(&mut Writer) -> Result<T> + Send> Job for Task<T, F> {
+    fn run(&mut self, w: &mut Writer) -> bool {
+        let Some(f) = self.f.take() else {
+            return false;
+        };
+        let r = f(w);
+        let ok = r.is_ok();
+        self.out = Some(r);
+        ok
+    }
+
+    fn finish(self: Box<Self>, committed: std::result::Result<(), String>) {
+        let out = match (self.out, committed) {
+            (Some(Err(e)), _) => Err(e),
+            (Some(Ok(v)), Ok(())) => Ok(v),
+            (Some(Ok(_)), Err(msg)) => Err(StoreError::BatchFailed(msg)),
+            (None, Err(msg)) => Err(StoreError::BatchFailed(msg)),
+            (None, Ok(())) => Err(StoreError::BatchFailed("job did not run".into())),
+        };
+        // The caller may have gone away; nothing to do then.
+        let _ = self.reply.send(out);
+    }
+}
+
+/// A record write after caller-side validation and encoding.
+#[derive(Debug, Clone)]
+pub(crate) struct Prepared {
+    pub action: WriteAction,
+    pub collection: String,
+    pub rkey: String,
+    /// `collection/rkey`.
+    pub path: String,
+    /// The record block (creates and updates).
+    pub block: Option<(Cid, Vec<u8>)>,
+    /// Raw-codec links found in the record (blob references).
+    pub blobs: Vec<Cid>,
+    /// swapRecord: `Some(None)` = must not exist.
+    pub swap_record: Option<Option<Cid>>,
+}
+
+/// The writer's state (owned by the writer thread).
+pub(crate) struct Writer {
+    pub conn: Connection,
+    pub next_seq: i64,
+    tids: Arc<TidGenerator>,
+    cache: NodeCache,
+    keys: HashMap<String, Arc<Keypair>>,
+}
+
+pub(crate) const SQL_GET_BLOCK: &str = "SELECT bytes FROM repo_blocks WHERE did = ?1 AND cid = ?2";
+const SQL_ROOT: &str =
+    "SELECT commit_cid, rev, data_cid, signing_key FROM repo_root WHERE did = ?1";
+const SQL_INDEX_CID: &str =
+    "SELECT cid FROM records WHERE did = ?1 AND collection = ?2 AND rkey = ?3";
+const SQL_PUT_BLOCK: &str =
+    "INSERT OR IGNORE INTO repo_blocks (did, cid, repo_rev, bytes) VALUES (?1, ?2, ?3, ?4)";
+const SQL_DEL_BLOCK: &str = "DELETE FROM repo_blocks WHERE did = ?1 AND cid = ?2";
+const SQL_DEL_RECORD_BLOCK: &str = "DELETE FROM repo_blocks WHERE did = ?1 AND cid = ?2 \
+     AND NOT EXISTS (SELECT 1 FROM records WHERE did = ?1 AND cid = ?2)";
+const SQL_UPSERT_RECORD: &str = "INSERT INTO records (did, collection, rkey, cid, repo_rev) \
+     VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (did, collection, rkey) \
+     DO UPDATE SET cid = excluded.cid, repo_rev = excluded.repo_rev";
+const SQL_DEL_RECORD: &str = "DELETE FROM records WHERE did = ?1 AND collection = ?2 AND rkey = ?3";
+const SQL_DEL_RECORD_BLOBS: &str = "DELETE FROM record_blobs WHERE did = ?1 AND record = ?2";
+const SQL_PUT_RECORD_BLOB: &str =
+    "INSERT OR IGNORE INTO record_blobs (did, blob, record) VALUES (?1, ?2, ?3)";
+const SQL_MOVE_ROOT: &str =
+    "UPDATE repo_root SET commit_cid = ?2, rev = ?3, data_cid = ?4 WHERE did = ?1";
+const SQL_PUT_COMMIT: &str = "INSERT INTO commits (did, rev, cid, seq) VALUES (?1, ?2, ?3, ?4)";
+const SQL_PUT_EVENT: &str =
+    "INSERT INTO seq_events (seq, did, kind, payload) VALUES (?1, ?2, ?3, ?4)";
+
+/// MST nodes straight from `repo_blocks` (one indexed point read per node).
+pub(crate) struct SqlBlocks<'c> {
+    pub conn: &'c Connection,
+    pub did: &'c str,
+}
+
+impl BlockSource for SqlBlocks<'_> {
+    fn get_block(&self, cid: &Cid) -> std::result::Result<Option<Cow<'_, [u8]>>, BlockSourceError> {
+        let mut st = self
+            .conn
+            .prepare_cached(SQL_GET_BLOCK)
+            .map_err(BlockSourceError::new)?;
+        st.query_row(params![self.did, &cid.to_bytes()[..]], |r| {
+            r.get::<_, Vec<u8>>(0)
+        })
+        .optional()
+        .map(|o| o.map(Cow::Owned))
+        .map_err(BlockSourceError::new)
+    }
+}
+
+pub(crate) fn cid_from_sql(bytes: &[u8]) -> Result<Cid> {
+    Cid::from_bytes(bytes).map_err(|e| StoreError::Corrupt(format!("stored CID: {e}")))
+}
+
+/// The frame header bytes `{t: kind, op: 1}`.
+pub(crate) fn frame_header(kind: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(24);
+    let mut e = Encoder::new(&mut out);
+    e.map(2);
+    e.text("t");
+    e.text(kind);
+    e.text("op");
+    e.int(1);
+    out
+}
+
+/// The DAG-CBOR body of a frame (the frame minus its header).
+fn frame_body(frame: &Frame<'_>, kind: &str) -> Result<Vec<u8>> {
+    let bytes = frame.to_vec();
+    let header = frame_header(kind);
+    match bytes.strip_prefix(header.as_slice()) {
+        Some(body) => Ok(body.to_vec()),
+        None => Err(StoreError::Corrupt("frame header mismatch".into())),
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` for now.
+pub(crate) fn now_datetime() -> String {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
+    let (days, rem) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000
+    )
+}
+
+/// A repo_root row.
+pub(crate) struct Root {
+    pub commit: Cid,
+    pub rev: String,
+    pub data: Cid,
+    pub key: Option<Vec<u8>>,
+}
+
+/// Reads `did`'s repo_root row.
+pub(crate) fn read_root(conn: &Connection, did: &str) -> Result<Option<Root>> {
+    let mut st = conn.prepare_cached(SQL_ROOT)?;
+    let row = st
+        .query_row([did], |r| {
+            Ok((
+                r.get::<_, Vec<u8>>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Vec<u8>>(2)?,
+                r.get::<_, Option<Vec<u8>>>(3)?,
+            ))
+        })
+        .optional()?;
+    match row {
+        None => Ok(None),
+        Some((c, rev, d, key)) => Ok(Some(Root {
+            commit: cid_from_sql(&c)?,
+            rev,
+            data: cid_from_sql(&d)?,
+            key,
+        })),
+    }
+}
+
+/// Everything a commit computes before it writes: index checks, the MST
+/// update (read lazily through `conn`), the covering proof, the signed
+/// commit. Made by the caller on a reader snapshot (so signing and tree
+/// work run in parallel across callers) or by the writer as a fallback.
+pub(crate) struct Plan {
+    pub base_commit: Cid,
+    pub base_rev: String,
+    current: Vec<Option<Cid>>,
+    result: repo::mst::WriteResult,
+    proof_blocks: Vec<(Cid, Vec<u8>)>,
+    rev: String,
+    commit: (Cid, Vec<u8>),
+}
+
+/// Computes a [`Plan`] for `writes` on top of `root`; gives the node cache
+/// back whatever happens.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn plan_commit(
+    conn: &Connection,
+    cache: NodeCache,
+    tids: &TidGenerator,
+    did: &str,
+    root: &Root,
+    key: &Keypair,
+    writes: &[Prepared],
+    swap_commit: Option<Cid>,
+) -> (Result<Plan>, NodeCache) {
+    let mut mst = Mst::with_cache(SqlBlocks { conn, did }, root.data, cache);
+    let plan = plan_inner(conn, &mut mst, tids, did, root, key, writes, swap_commit);
+    (plan, mst.into_cache())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn plan_inner(
+    conn: &Connection,
+    mst: &mut Mst<SqlBlocks<'_>>,
+    tids: &TidGenerator,
+    did: &str,
+    root: &Root,
+    key: &Keypair,
+    writes: &[Prepared],
+    swap_commit: Option<Cid>,
+) -> Result<Plan> {
+    if let Some(expected) = swap_commit
+        && expected != root.commit
+    {
+        return Err(StoreError::InvalidSwap {
+            what: "commit".into(),
+            expected: Some(expected),
+            found: Some(root.commit),
+        });
+    }
+    // Current index state and swap checks.
+    let mut current = Vec::with_capacity(writes.len());
+    let mut ops = Vec::with_capacity(writes.len());
+    {
+        let mut st = conn.prepare_cached(SQL_INDEX_CID)?;
+        for w in writes {
+            let cur: Option<Vec<u8>> = st
+                .query_row(params![did, w.collection, w.rkey], |r| r.get(0))
+                .optional()?;
+            let cur = cur.as_deref().map(cid_from_sql).transpose()?;
+            if let Some(expected) = w.swap_record
+                && expected != cur
+            {
+                return Err(StoreError::InvalidSwap {
+                    what: w.path.clone(),
+                    expected,
+                    found: cur,
+                });
+            }
+            match (w.action, cur) {
+                (WriteAction::Create, Some(_)) => {
+                    return Err(StoreError::RecordExists(w.path.clone()));
+                }
+                (WriteAction::Delete, None) => {
+                    return Err(StoreError::RecordNotFound(w.path.clone()));
+                }
+                _ => {}
+            }
+            current.push(cur);
+            ops.push(match &w.block {
+                Some((cid, _)) => WriteOp::Put {
+                    key: w.path.clone(),
+                    cid: *cid,
+                },
+                None => WriteOp::Delete {
+                    key: w.path.clone(),
+                },
+            });
+        }
+    }
+    // Lazy MST update: only the nodes on the touched paths are read.
+    let result = mst.apply(&ops)?;
+    let mut proof_blocks = Vec::with_capacity(result.proof.len());
+    for cid in &result.proof {
+        if !result.commit.new_blocks.iter().any(|b| b.0 == *cid) {
+            proof_blocks.push((*cid, mst.node_bytes(cid)?));
+        }
+    }
+    for (prev, cur) in result.previous.iter().zip(&current) {
+        if prev != cur {
+            return Err(StoreError::Corrupt(format!(
+                "{did}: MST and record index disagree ({prev:?} vs {cur:?})"
+            )));
+        }
+    }
+    let prev_tid = Tid::parse(&root.rev)?;
+    let rev = tids.next_after(prev_tid).to_string();
+    let rev_tid = Tid::parse(&rev)?;
+    let signed = UnsignedCommit::new(did, result.commit.root, rev_tid).sign(key);
+    Ok(Plan {
+        base_commit: root.commit,
+        base_rev: root.rev.clone(),
+        current,
+        result,
+        proof_blocks,
+        rev,
+        commit: signed.to_block(),
+    })
+}
+
+impl Writer {
+    pub(crate) fn new(conn: Connection, next_seq: i64, tids: Arc<TidGenerator>) -> Self {
+        Writer {
+            conn,
+            next_seq,
+            tids,
+            cache: NodeCache::new(1 << 16),
+            keys: HashMap::new(),
+        }
+    }
+
+    fn root(&self, did: &str) -> Result<Option<Root>> {
+        read_root(&self.conn, did)
+    }
+
+    fn keypair(&mut self, did: &str, secret: Option<&[u8]>) -> Result<Arc<Keypair>> {
+        if let Some(k) = self.keys.get(did) {
+            return Ok(k.clone());
+        }
+        let secret = secret.ok_or_else(|| StoreError::ReadOnlyAccount(did.to_owned()))?;
+        let k = Keypair::from_bytes(Algorithm::K256, secret)
+            .map_err(|e| StoreError::Corrupt(format!("signing key of {did}: {e}")))?;
+        let k = Arc::new(k);
+        if self.keys.len() > 100_000 {
+            self.keys.clear();
+        }
+        self.keys.insert(did.to_owned(), k.clone());
+        Ok(k)
+    }
+
+    fn put_block(&self, did: &str, cid: &Cid, rev: Option<&str>, bytes: &[u8]) -> Result<()> {
+        self.conn.prepare_cached(SQL_PUT_BLOCK)?.execute(params![
+            did,
+            &cid.to_bytes()[..],
+            rev,
+            bytes
+        ])?;
+        Ok(())
+    }
+
+    fn put_event(&mut self, did: &str, kind: &str, body: &[u8]) -> Result<()> {
+        let seq = self.next_seq;
+        self.conn
+            .prepare_cached(SQL_PUT_EVENT)?
+            .execute(params![seq, did, kind, body])?;
+        self.next_seq += 1;
+        Ok(())
+    }
+
+    fn sync_event(
+        &mut self,
+        did: &str,
+        commit: &Cid,
+        commit_bytes: &[u8],
+        rev: &str,
+    ) -> Result<i64> {
+        let seq = self.next_seq;
+        let car = write_car_vec(&[*commit], [(commit, commit_bytes)]);
+        let time = now_datetime();
+        let frame = Frame::Sync(SyncEvent {
+            seq,
+            did,
+            blocks: &car,
+            rev,
+            time: &time,
+        });
+        let body = frame_body(&frame, "#sync")?;
+        self.put_event(did, "#sync", &body)?;
+        Ok(seq)
+    }
+
+    /// Creates an account with an empty repository (signed genesis commit)
+    /// and emits `#sync`.
+    pub(crate) fn create_account(&mut self, did: &str, secret: [u8; 32]) -> Result<CommitInfo> {
+        if self.root(did)?.is_some() {
+            return Err(StoreError::AccountExists(did.to_owned()));
+        }
+        let key = Keypair::from_bytes(Algorithm::K256, &secret)
+            .map_err(|e| StoreError::Corrupt(format!("signing key: {e}")))?;
+        let mut mst = Mst::empty(MemoryBlockStore::new());
+        let c = mst.commit()?;
+        let rev = self.tids.next_tid().to_string();
+        let rev_tid = Tid::parse(&rev)?;
+        let signed = UnsignedCommit::new(did, c.root, rev_tid).sign(&key);
+        let (ccid, cbytes) = signed.to_block();
+        for (cid, bytes) in &c.new_blocks {
+            self.put_block(did, cid, Some(&rev), bytes)?;
+        }
+        self.put_block(did, &ccid, Some(&rev), &cbytes)?;
+        self.conn.prepare_cached(
+            "INSERT INTO repo_root (did, commit_cid, rev, data_cid, signing_key) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?
+        .execute(params![did, &ccid.to_bytes()[..], rev, &c.root.to_bytes()[..], &secret[..]])?;
+        let seq = self.sync_event(did, &ccid, &cbytes, &rev)?;
+        self.conn.prepare_cached(SQL_PUT_COMMIT)?.execute(params![
+            did,
+            rev,
+            &ccid.to_bytes()[..],
+            seq
+        ])?;
+        self.keys.insert(did.to_owned(), Arc::new(key));
+        Ok(CommitInfo {
+            did: did.to_owned(),
+            commit: ccid,
+            rev,
+            data: c.root,
+            seq,
+            results: Vec::new(),
+        })
+    }
+
+    /// One commit of `writes` to `did` (the whole write path). `plan` is
+    /// the caller's precomputed MST update and signed commit; it is used
+    /// when it was computed against the current commit, else everything is
+    /// computed here.
+    pub(crate) fn apply(
+        &mut self,
+        did: &str,
+        writes: &[Prepared],
+        swap_commit: Option<Cid>,
+        plan: Option<Plan>,
+    ) -> Result<CommitInfo> {
+        let root = self
+            .root(did)?
+            .ok_or_else(|| StoreError::UnknownAccount(did.to_owned()))?;
+        let plan = match plan {
+            Some(p) if p.base_commit == root.commit && p.base_rev == root.rev => p,
+            _ => {
+                let key = self.keypair(did, root.key.as_deref())?;
+                let cache = std::mem::take(&mut self.cache);
+                let (plan, cache) = plan_commit(
+                    &self.conn,
+                    cache,
+                    &self.tids,
+                    did,
+                    &root,
+                    &key,
+                    writes,
+                    swap_commit,
+                );
+                self.cache = cache;
+                plan?
+            }
+        };
+        self.write_plan(did, &root, writes, plan)
+    }
+
+    fn write_plan(
+        &mut self,
+        did: &str,
+        root: &Root,
+        writes: &[Prepared],
+        plan: Plan,
+    ) -> Result<CommitInfo> {
+        let Plan {
+            current,
+            result,
+            proof_blocks,
+            rev,
+            commit: (ccid, cbytes),
+            ..
+        } = plan;
+        // Blocks in.
+        for (cid, bytes) in &result.commit.new_blocks {
+            self.put_block(did, cid, Some(&rev), bytes)?;
+        }
+        for w in writes {
+            if let Some((cid, bytes)) = &w.block {
+                self.put_block(did, cid, Some(&rev), bytes)?;
+            }
+        }
+        self.put_block(did, &ccid, Some(&rev), &cbytes)?;
+        // Index and blob references.
+        {
+            let mut up = self.conn.prepare_cached(SQL_UPSERT_RECORD)?;
+            let mut del = self.conn.prepare_cached(SQL_DEL_RECORD)?;
+            let mut del_rb = self.conn.prepare_cached(SQL_DEL_RECORD_BLOBS)?;
+            let mut put_rb = self.conn.prepare_cached(SQL_PUT_RECORD_BLOB)?;
+            for (w, cur) in writes.iter().zip(&current) {
+                if cur.is_some() {
+                    del_rb.execute(params![did, w.path])?;
+                }
+                match &w.block {
+                    Some((cid, _)) => {
+                        up.execute(params![did, w.collection, w.rkey, &cid.to_bytes()[..], rev])?;
+                        for b in &w.blobs {
+                            put_rb.execute(params![did, &b.to_bytes()[..], w.path])?;
+                        }
+                    }
+                    None => {
+                        del.execute(params![did, w.collection, w.rkey])?;
+                    }
+                }
+            }
+        }
+        // Blocks out: replaced MST nodes, the previous commit, and record
+        // blocks no other record of the repo still points at.
+        {
+            let mut del = self.conn.prepare_cached(SQL_DEL_BLOCK)?;
+            for cid in &result.commit.removed {
+                del.execute(params![did, &cid.to_bytes()[..]])?;
+            }
+            del.execute(params![did, &root.commit.to_bytes()[..]])?;
+            let mut del_rec = self.conn.prepare_cached(SQL_DEL_RECORD_BLOCK)?;
+            for (w, cur) in writes.iter().zip(&current) {
+                if let Some(old) = cur
+                    && w.block.as_ref().map(|b| b.0) != Some(*old)
+                {
+                    del_rec.execute(params![did, &old.to_bytes()[..]])?;
+                }
+            }
+        }
+        self.conn.prepare_cached(SQL_MOVE_ROOT)?.execute(params![
+            did,
+            &ccid.to_bytes()[..],
+            rev,
+            &result.commit.root.to_bytes()[..]
+        ])?;
+
+        // The #commit event: commit block, new records, new MST nodes and
+        // the rest of the covering proof.
+        let seq = self.next_seq;
+        let mut car_blocks: Vec<(&Cid, &[u8])> = Vec::new();
+        car_blocks.push((&ccid, &cbytes));
+        for w in writes {
+            if let Some((cid, bytes)) = &w.block {
+                car_blocks.push((cid, bytes));
+            }
+        }
+        for (cid, bytes) in &result.commit.new_blocks {
+            car_blocks.push((cid, bytes));
+        }
+        for (cid, bytes) in &proof_blocks {
+            car_blocks.push((cid, bytes));
+        }
+        let car = write_car_vec(&[ccid], car_blocks);
+        let mut results = Vec::with_capacity(writes.len());
+        let mut repo_ops = Vec::with_capacity(writes.len());
+        for (w, cur) in writes.iter().zip(&current) {
+            let cid = w.block.as_ref().map(|b| b.0);
+            repo_ops.push(RepoOp {
+                action: match (w.action, cur) {
+                    (WriteAction::Delete, _) => Action::Delete,
+                    (_, Some(_)) => Action::Update,
+                    (_, None) => Action::Create,
+                },
+                path: &w.path,
+                cid,
+                prev: *cur,
+            });
+            results.push(WriteOutcome {
+                uri: format!("at://{did}/{}", w.path),
+                cid,
+            });
+        }
+        let time = now_datetime();
+        let frame = Frame::Commit(CommitEvent {
+            seq,
+            rebase: false,
+            too_big: false,
+            repo: did,
+            commit: ccid,
+            rev: &rev,
+            since: Some(&root.rev),
+            blocks: &car,
+            ops: repo_ops,
+            blobs: Vec::new(),
+            prev_data: Some(root.data),
+            time: &time,
+        });
+        let body = frame_body(&frame, "#commit")?;
+        self.put_event(did, "#commit", &body)?;
+        self.conn.prepare_cached(SQL_PUT_COMMIT)?.execute(params![
+            did,
+            rev,
+            &ccid.to_bytes()[..],
+            seq
+        ])?;
+        Ok(CommitInfo {
+            did: did.to_owned(),
+            commit: ccid,
+            rev,
+            data: result.commit.root,
+            seq,
+            results,
+        })
+    }
+
+    /// Replaces (or creates) `did`'s repository with an imported one and
+    /// emits `#sync`.
+    pub(crate) fn import(&mut self, imp: &crate::import::Verified) -> Result<CommitInfo> {
+        let did = imp.did.as_str();
+        for sql in [
+            "DELETE FROM repo_blocks WHERE did = ?1",
+            "DELETE FROM records WHERE did = ?1",
+            "DELETE FROM record_blobs WHERE did = ?1",
+        ] {
+            self.conn.prepare_cached(sql)?.execute([did])?;
+        }
+        for (cid, bytes) in &imp.blocks {
+            self.put_block(did, cid, Some(&imp.rev), bytes)?;
+        }
+        {
+            let mut up = self.conn.prepare_cached(SQL_UPSERT_RECORD)?;
+            for (coll, rkey, cid) in &imp.records {
+                up.execute(params![did, coll, rkey, &cid.to_bytes()[..], imp.rev])?;
+            }
+            let mut put_rb = self.conn.prepare_cached(SQL_PUT_RECORD_BLOB)?;
+            for (path, blob) in &imp.blob_refs {
+                put_rb.execute(params![did, &blob.to_bytes()[..], path])?;
+            }
+        }
+        self.conn
+            .prepare_cached(
+                "INSERT INTO repo_root (did, commit_cid, rev, data_cid, signing_key) \
+                 VALUES (?1, ?2, ?3, ?4, NULL) ON CONFLICT (did) DO UPDATE SET \
+                 commit_cid = excluded.commit_cid, rev = excluded.rev, data_cid = excluded.data_cid",
+            )?
+            .execute(params![
+                did,
+                &imp.commit.to_bytes()[..],
+                imp.rev,
+                &imp.data.to_bytes()[..]
+            ])?;
+        let commit_bytes = imp
+            .blocks
+            .iter()
+            .find(|b| b.0 == imp.commit)
+            .map(|b| b.1.clone())
+            .ok_or_else(|| StoreError::InvalidRepo("commit block missing".into()))?;
+        let seq = self.sync_event(did, &imp.commit, &commit_bytes, &imp.rev)?;
+        self.conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO commits (did, rev, cid, seq) VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![did, imp.rev, &imp.commit.to_bytes()[..], seq])?;
+        Ok(CommitInfo {
+            did: did.to_owned(),
+            commit: imp.commit,
+            rev: imp.rev.clone(),
+            data: imp.data,
+            seq,
+            results: Vec::new(),
+        })
+    }
+}
+
+/// The writer thread's loop: batches, savepoints, one commit per batch.
+pub(crate) fn run(mut w: Writer, rx: Receiver<Box<dyn Job>>, max_batch: usize) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < max_batch {
+            match rx.try_recv() {
+                Ok(j) => batch.push(j),
+                Err(_) => break,
+            }
+        }
+        let outcome = run_batch(&mut w, &mut batch);
+        if outcome.is_err() {
+            // The database did not take the batch: recover the sequence.
+            if let Ok(n) = crate::schema::next_seq(&w.conn) {
+                w.next_seq = n;
+            }
+        }
+        for job in batch {
+            job.finish(outcome.clone());
+        }
+    }
+}
+
+fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
+}
+
+fn run_batch(w: &mut Writer, batch: &mut [Box<dyn Job>]) -> std::result::Result<(), String> {
+    exec(&w.conn, "BEGIN IMMEDIATE").map_err(|e| e.to_string())?;
+    for job in batch.iter_mut() {
+        let seq_before = w.next_seq;
+        let step = (|| -> rusqlite::Result<()> {
+            exec(&w.conn, "SAVEPOINT job")?;
+            if job.run(w) {
+                exec(&w.conn, "RELEASE job")
+            } else {
+                w.next_seq = seq_before;
+                exec(&w.conn, "ROLLBACK TO job")?;
+                exec(&w.conn, "RELEASE job")
+            }
+        })();
+        if let Err(e) = step {
+            let _ = w.conn.execute_batch("ROLLBACK");
+            return Err(e.to_string());
+        }
+    }
+    match exec(&w.conn, "COMMIT") {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = w.conn.execute_batch("ROLLBACK");
+            Err(e.to_string())
+        }
+    }
+}

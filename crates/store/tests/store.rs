@@ -1,0 +1,455 @@
+//! The store's write and read paths against the repo crate's verifier.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use repo::Cid;
+use store::{Config, ListOptions, RecordWrite, Store, StoreError};
+
+#[test]
+fn writes_verify_and_mst_matches_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let dids = accounts(&store, 2);
+    let did = &dids[0];
+    let p = datagen::store::profile(0);
+    store
+        .create_record(did, p.collection, Some(&p.rkey), cbor(&p.value), None)
+        .unwrap();
+    let recs = datagen::store::records(0, 60);
+    for r in &recs[..40] {
+        store
+            .create_record(did, r.collection, Some(&r.rkey), cbor(&r.value), None)
+            .unwrap();
+    }
+    // applyWrites: creates, an update and a delete in one commit.
+    let mut writes: Vec<RecordWrite> = recs[40..]
+        .iter()
+        .map(|r| RecordWrite::create(r.collection, Some(&r.rkey), cbor(&r.value)))
+        .collect();
+    writes.push(RecordWrite::update(
+        recs[0].collection,
+        &recs[0].rkey,
+        cbor(&recs[1].value.clone()).into_iter().collect(),
+    ));
+    writes.push(RecordWrite::delete(recs[2].collection, &recs[2].rkey));
+    // The update's $type must match its collection.
+    let bad_update = store.apply_writes(did, writes.clone(), None);
+    if recs[0].collection != recs[1].collection {
+        assert!(matches!(bad_update, Err(StoreError::InvalidRecord(_))));
+        writes[20] = RecordWrite::update(recs[0].collection, &recs[0].rkey, cbor(&recs[0].value));
+        let mut v = recs[0].value.clone();
+        v["createdAt"] = serde_json::json!("2025-01-01T00:00:00.000Z");
+        writes[20] = RecordWrite::update(recs[0].collection, &recs[0].rkey, cbor(&v));
+        store.apply_writes(did, writes, None).unwrap();
+    } else {
+        bad_update.unwrap();
+    }
+    // Deletes and a put on the other account.
+    store
+        .delete_record(did, recs[3].collection, &recs[3].rkey, None, None)
+        .unwrap();
+    store
+        .put_record(
+            &dids[1],
+            "app.bsky.actor.profile",
+            "self",
+            cbor(&datagen::store::profile(1).value),
+            Some(None),
+            None,
+        )
+        .unwrap();
+    assert_eq!(store.check_repo(did).unwrap(), 1 + 60 - 2);
+    assert_eq!(store.check_repo(&dids[1]).unwrap(), 1);
+    let (events, commits) = verify_all_events(&store);
+    assert_eq!(events, 2 + 1 + 40 + 1 + 1 + 1);
+    assert_eq!(commits, events - 2);
+}
+
+#[test]
+fn reads_get_list_and_cursor() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let did = &accounts(&store, 1)[0];
+    let recs = datagen::store::records(0, 120);
+    let writes: Vec<_> = recs
+        .iter()
+        .map(|r| RecordWrite::create(r.collection, Some(&r.rkey), cbor(&r.value)))
+        .collect();
+    store
+        .apply_writes(did, writes[..100].to_vec(), None)
+        .unwrap();
+    store
+        .apply_writes(did, writes[100..].to_vec(), None)
+        .unwrap();
+    assert!(matches!(
+        store.apply_writes(did, vec![writes[0].clone(); 201], None),
+        Err(StoreError::InvalidBatch(_))
+    ));
+    let r = &recs[7];
+    let cid = store
+        .current_cid(did, r.collection, &r.rkey)
+        .unwrap()
+        .unwrap();
+    assert_eq!(cid, Cid::for_dag_cbor(&cbor(&r.value)));
+    let view = store
+        .get_record(did, r.collection, &r.rkey)
+        .unwrap()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&view.json).unwrap();
+    assert_eq!(json["value"], r.value);
+    assert_eq!(json["cid"], cid.to_string());
+    assert_eq!(
+        json["uri"],
+        format!("at://{did}/{}/{}", r.collection, r.rkey)
+    );
+    assert!(
+        store
+            .get_record(did, r.collection, "nope")
+            .unwrap()
+            .is_none()
+    );
+
+    // Page through one collection both ways.
+    let coll = "app.bsky.feed.like";
+    let mut expected: Vec<&str> = recs
+        .iter()
+        .filter(|r| r.collection == coll)
+        .map(|r| r.rkey.as_str())
+        .collect();
+    expected.sort();
+    for reverse in [false, true] {
+        let mut got = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let opts = ListOptions {
+                limit: 7,
+                cursor: cursor.as_deref(),
+                reverse,
+            };
+            let page = store.list_records(did, coll, &opts).unwrap();
+            let ids = store.list_record_cids(did, coll, &opts).unwrap();
+            assert_eq!(page.len(), ids.len());
+            for (v, (k, c)) in page.iter().zip(&ids) {
+                assert_eq!((&v.rkey, &v.cid), (k, c));
+            }
+            got.extend(ids.iter().map(|x| x.0.clone()));
+            match ids.last() {
+                Some(l) if ids.len() == 7 => cursor = Some(l.0.clone()),
+                _ => break,
+            }
+        }
+        let mut want: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+        if !reverse {
+            want.reverse();
+        }
+        assert_eq!(got, want);
+    }
+    assert_eq!(store.collections(did).unwrap().len(), 4);
+}
+
+#[test]
+fn bad_input_is_typed_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(
+        dir.path().join("s.sqlite"),
+        Config {
+            max_record_bytes: 2000,
+            max_blob_bytes: 1000,
+            ..Config::default()
+        },
+    )
+    .unwrap();
+    let did = &accounts(&store, 1)[0];
+    let before = store.stats().unwrap();
+    let ok = cbor(&datagen::store::records(0, 1)[0].value);
+    let coll = datagen::store::records(0, 1)[0].collection;
+    let e = |r: Result<store::CommitInfo, StoreError>| r.unwrap_err();
+    assert!(matches!(
+        e(store.create_record("did:nope", coll, None, ok.clone(), None)),
+        StoreError::Syntax(_)
+    ));
+    assert!(matches!(
+        e(store.create_record(did, "notansid", None, ok.clone(), None)),
+        StoreError::Syntax(_)
+    ));
+    assert!(matches!(
+        e(store.create_record(did, coll, Some("bad key!"), ok.clone(), None)),
+        StoreError::Syntax(_)
+    ));
+    assert!(matches!(
+        e(store.create_record(did, coll, None, vec![0x01], None)),
+        StoreError::InvalidRecord(_)
+    ));
+    assert!(matches!(
+        e(store.create_record(did, coll, None, vec![0xa1, 0x61], None)),
+        StoreError::RecordDecode(_)
+    ));
+    // Float: not DAG-CBOR for atproto.
+    assert!(matches!(
+        e(store.create_record(
+            did,
+            coll,
+            None,
+            vec![0xa1, 0x61, 0x61, 0xf9, 0x3c, 0x00],
+            None
+        )),
+        StoreError::RecordDecode(_)
+    ));
+    let big = cbor(&serde_json::json!({"text": "x".repeat(3000)}));
+    assert!(matches!(
+        e(store.create_record(did, coll, None, big, None)),
+        StoreError::RecordTooLarge { .. }
+    ));
+    let other = datagen::store::did(99);
+    assert!(matches!(
+        e(store.create_record(&other, coll, None, ok.clone(), None)),
+        StoreError::UnknownAccount(_)
+    ));
+    assert!(matches!(
+        e(store.delete_record(did, coll, "3aaaaaaaaaaaa", None, None)),
+        StoreError::RecordNotFound(_)
+    ));
+    assert!(matches!(
+        store.put_blob(did, vec![0; 2000], "image/png"),
+        Err(StoreError::BlobTooLarge { .. })
+    ));
+    assert!(matches!(
+        store.put_blob(did, vec![0; 10], "png"),
+        Err(StoreError::InvalidMime(_))
+    ));
+    assert!(matches!(
+        store.put_blob(&other, vec![0; 10], "image/png"),
+        Err(StoreError::UnknownAccount(_))
+    ));
+    assert!(matches!(
+        store.create_account(did, &keypair(0)),
+        Err(StoreError::AccountExists(_))
+    ));
+    assert_eq!(store.stats().unwrap(), before);
+    // swapCommit mismatch and a create over an existing record.
+    let c = store
+        .create_record(did, coll, Some("3aaaaaaaaaaaa"), ok.clone(), None)
+        .unwrap();
+    let stale = Cid::for_raw(b"stale");
+    assert!(matches!(
+        e(store.create_record(did, coll, None, ok.clone(), Some(stale))),
+        StoreError::InvalidSwap { .. }
+    ));
+    assert!(matches!(
+        e(store.create_record(did, coll, Some("3aaaaaaaaaaaa"), ok.clone(), None)),
+        StoreError::RecordExists(_)
+    ));
+    assert!(matches!(
+        e(store.put_record(did, coll, "3aaaaaaaaaaaa", ok.clone(), Some(None), None)),
+        StoreError::InvalidSwap { .. }
+    ));
+    store
+        .create_record(did, coll, None, ok, Some(c.commit))
+        .unwrap();
+    assert_eq!(store.check_repo(did).unwrap(), 2);
+    verify_all_events(&store);
+}
+
+#[test]
+fn concurrent_swap_commit_never_loses_an_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(open(dir.path()));
+    let did = accounts(&store, 1).remove(0);
+    let (threads, per) = (4, 8);
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let store = store.clone();
+            let did = did.clone();
+            std::thread::spawn(move || {
+                let mut retries = 0;
+                for i in 0..per {
+                    let rec = datagen::store::post(t, i);
+                    loop {
+                        let root = store.repo_root(&did).unwrap().unwrap();
+                        match store.create_record(
+                            &did,
+                            rec.collection,
+                            None,
+                            cbor(&rec.value),
+                            Some(root.commit),
+                        ) {
+                            Ok(_) => break,
+                            Err(StoreError::InvalidSwap { .. }) => retries += 1,
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                }
+                retries
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(store.check_repo(&did).unwrap(), (threads * per) as usize);
+    let (events, commits) = verify_all_events(&store);
+    assert_eq!(
+        (events, commits),
+        (1 + (threads * per) as usize, (threads * per) as usize)
+    );
+}
+
+#[test]
+fn group_commit_across_accounts() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(open(dir.path()));
+    let dids = accounts(&store, 8);
+    std::thread::scope(|s| {
+        for (i, did) in dids.iter().enumerate() {
+            let store = &store;
+            s.spawn(move || {
+                for r in datagen::store::records(i as u64, 6) {
+                    store
+                        .create_record(did, r.collection, Some(&r.rkey), cbor(&r.value), None)
+                        .unwrap();
+                }
+            });
+        }
+    });
+    for did in &dids {
+        assert_eq!(store.check_repo(did).unwrap(), 6);
+    }
+    let (events, commits) = verify_all_events(&store);
+    assert_eq!((events, commits), (8 + 48, 48));
+}
+
+#[test]
+fn blobs_put_get_range_and_references() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let did = &accounts(&store, 1)[0];
+    let bytes = datagen::random_bytes(42, 5000);
+    let cid = store.put_blob(did, bytes.clone(), "image/jpeg").unwrap();
+    assert_eq!(cid, Cid::for_raw(&bytes));
+    let b = store.get_blob(did, &cid).unwrap().unwrap();
+    assert_eq!((b.mime.as_str(), &b.bytes), ("image/jpeg", &bytes));
+    assert_eq!(
+        store.get_blob_range(did, &cid, 100, 50).unwrap().unwrap(),
+        bytes[100..150]
+    );
+    assert_eq!(
+        store.get_blob_range(did, &cid, 4990, 50).unwrap().unwrap(),
+        bytes[4990..]
+    );
+    assert!(store.get_blob(did, &Cid::for_raw(b"x")).unwrap().is_none());
+    let post = serde_json::json!({
+        "$type": "app.bsky.feed.post", "text": "pic", "createdAt": "2024-06-01T00:00:00.000Z",
+        "embed": {"$type": "app.bsky.embed.images", "images": [{"alt": "", "image": {
+            "$type": "blob", "ref": {"$link": cid.to_string()}, "mimeType": "image/jpeg", "size": 5000}}]}
+    });
+    let c = store
+        .create_record(
+            did,
+            "app.bsky.feed.post",
+            Some("3kaaaaaaaaaaa"),
+            cbor(&post),
+            None,
+        )
+        .unwrap();
+    assert_eq!(store.referenced_blobs(did).unwrap(), vec![cid]);
+    store
+        .delete_record(
+            did,
+            "app.bsky.feed.post",
+            "3kaaaaaaaaaaa",
+            c.results[0].cid,
+            None,
+        )
+        .unwrap();
+    assert!(store.referenced_blobs(did).unwrap().is_empty());
+}
+
+#[test]
+fn export_reimport_same_root_and_since() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let did = &accounts(&store, 1)[0];
+    let recs = datagen::store::records(0, 30);
+    let mut mid = None;
+    for (i, r) in recs.iter().enumerate() {
+        let c = store
+            .create_record(did, r.collection, Some(&r.rkey), cbor(&r.value), None)
+            .unwrap();
+        if i == 19 {
+            mid = Some(c.rev);
+        }
+    }
+    let mut car = Vec::new();
+    let info = store.export_repo(did, None, &mut car).unwrap();
+    let root = store.repo_root(did).unwrap().unwrap();
+    assert_eq!(info.root, root.commit);
+    assert_eq!(info.bytes as usize, car.len());
+    let mut since = Vec::new();
+    let part = store.export_repo(did, mid.as_deref(), &mut since).unwrap();
+    assert!(
+        part.blocks < info.blocks && part.blocks >= 10,
+        "{part:?} vs {info:?}"
+    );
+
+    let dir2 = tempfile::tempdir().unwrap();
+    let other = open(dir2.path());
+    let key = store.signing_key(did).unwrap().unwrap();
+    let imp = other.import_car(&car[..], Some(&key)).unwrap();
+    assert_eq!((imp.commit, imp.data), (root.commit, root.data));
+    assert_eq!(other.check_repo(did).unwrap(), 30);
+    let mut again = Vec::new();
+    other.export_repo(did, None, &mut again).unwrap();
+    let imp2 = store.import_car(&again[..], None).unwrap();
+    assert_eq!(imp2.commit, root.commit);
+    // A wrong key fails the import, and nothing changes.
+    assert!(matches!(
+        other.import_car(&car[..], Some(&keypair(5).public_key())),
+        Err(StoreError::Commit(_))
+    ));
+    // Imported accounts are read-only here.
+    assert!(matches!(
+        other.create_record(did, recs[0].collection, None, cbor(&recs[0].value), None),
+        Err(StoreError::ReadOnlyAccount(_))
+    ));
+    // A corrupted block is rejected.
+    let mut bad = car.clone();
+    let n = bad.len();
+    bad[n - 3] ^= 0xff;
+    assert!(other.import_car(&bad[..], None).is_err());
+}
+
+#[test]
+fn reopen_recovers_sequence_and_backfills() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sqlite");
+    let did = {
+        let store = Store::open(&path, Config::default()).unwrap();
+        let did = accounts(&store, 1).remove(0);
+        for r in datagen::store::records(0, 5) {
+            store
+                .create_record(&did, r.collection, Some(&r.rkey), cbor(&r.value), None)
+                .unwrap();
+        }
+        did
+    };
+    // Simulate blocks written before revisions were tracked.
+    let nulled = {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute("UPDATE repo_blocks SET repo_rev = NULL", [])
+            .unwrap()
+    };
+    assert!(nulled > 5);
+    let store = Store::open(&path, Config::default()).unwrap();
+    assert_eq!(store.startup_report().next_seq, 7);
+    assert_eq!(store.startup_report().backfilled, nulled);
+    let r = datagen::store::post(0, 1);
+    let c = store
+        .create_record(&did, r.collection, None, cbor(&r.value), None)
+        .unwrap();
+    assert_eq!(c.seq, 7);
+    assert_eq!(store.check_repo(&did).unwrap(), 6);
+    verify_all_events(&store);
+}
