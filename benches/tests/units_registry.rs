@@ -92,7 +92,10 @@ fn every_opened_group_is_registered_and_nothing_is_stale() {
         .keys()
         .filter(|g| !opened.contains_key(*g))
         .collect();
-    assert!(stale.is_empty(), "units.toml lists groups no bench opens: {stale:?}");
+    assert!(
+        stale.is_empty(),
+        "units.toml lists groups no bench opens: {stale:?}"
+    );
 }
 
 #[test]

@@ -48,6 +48,8 @@
 pub mod hotpath;
 mod json;
 pub mod manifest;
+pub mod segment;
+pub mod store;
 
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;

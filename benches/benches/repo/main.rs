@@ -1,0 +1,30 @@
+//! `--bench repo`: the atproto data model (`crates/repo`) beside its peers:
+//! DAG-CBOR codecs (serde_ipld_dagcbor, serde_cbor, ciborium), CIDs, the MST
+//! (atrium-repo), signed commits, CAR export/import and firehose frames.
+//!
+//! Inputs are real where the project has them: the like, post and profile
+//! records, the 148 `#commit` frames and their authors' keys come from the
+//! jetstream corpus vendored in `crates/repo/tests/corpus/`. Synthetic inputs
+//! (MST keys, repos for CAR) are seeded and built once in setup.
+
+use benches::target::{BenchTarget, Budget};
+
+mod cbor;
+mod corpus;
+mod mst;
+mod sync;
+
+fn main() {
+    let mut target = BenchTarget::new(
+        "repo",
+        Budget {
+            full_min: 4.5,
+            quick_min: 1.5,
+        },
+    );
+    let corpus = corpus::Corpus::load();
+    cbor::run(&mut target, &corpus);
+    mst::run(&mut target);
+    sync::run(&mut target, &corpus);
+    target.finish();
+}

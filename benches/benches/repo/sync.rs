@@ -1,0 +1,291 @@
+//! `repo.commit_sign`, `repo.commit_verify`, `repo.car_write`,
+//! `repo.car_read`, `repo.frame_decode`, `repo.frame_verify`.
+//!
+//! Frames are the corpus's 148 real `#commit` frames, one per iteration in
+//! capture order (so a result is the mean over the corpus). `frame_verify`
+//! also runs two adjacent probes that split the work: `ours.nosig` (every
+//! check except the ECDSA verification) and `k256-only` (that ECDSA
+//! verification alone, on the same frames' digests and keys), so the share
+//! of non-signature work reads straight off one run.
+//!
+//! secp256k1 has two verification backends in `repo::crypto`
+//! ([`K256Backend`]): `k256` / `k256-only` run the default (libsecp256k1
+//! when the crate's default `libsecp256k1` feature is on, as here), and
+//! `commit_verify/k256.rustcrypto`, `commit_verify/k256.libsecp256k1` and
+//! `frame_verify/k256-only.rustcrypto` name one backend each, so the
+//! speed-up and the non-ECDSA share against either backend read off one
+//! run.
+
+use std::hint::black_box;
+
+use benches::registry::count_tier;
+use benches::target::BenchTarget;
+use criterion::Throughput;
+use repo::Cid;
+use repo::car::{CarReader, CarSlice, CarWriter};
+use repo::cbor::{self, Value};
+use repo::commit::{CommitRef, UnsignedCommit};
+use repo::crypto::{Algorithm, K256Backend, Keypair, PublicKey};
+use repo::firehose::{Frame, verify_commit};
+use repo::mst::{MemoryBlockStore, Mst};
+use repo::syntax::Tid;
+
+use crate::corpus::Corpus;
+
+/// Registers the six groups.
+pub fn run(target: &mut BenchTarget, corpus: &Corpus) {
+    commits(target);
+    car(target, &corpus.records[0].1);
+    frames(target, corpus);
+}
+
+fn unsigned() -> UnsignedCommit {
+    UnsignedCommit::new(
+        "did:plc:ewvi7nxzyoun6zhxrhs64oiz",
+        Cid::for_dag_cbor(b"atbench mst root"),
+        Tid::from_parts(1_700_000_000_000_000, 7),
+    )
+}
+
+fn commits(target: &mut BenchTarget) {
+    let keys = [("k256", Algorithm::K256), ("p256", Algorithm::P256)].map(|(name, alg)| {
+        let secret = datagen::random_bytes(0x5167, 32);
+        (
+            name,
+            Keypair::from_bytes(alg, &secret).expect("valid secret"),
+        )
+    });
+
+    let mut group = target.group("repo.commit_sign");
+    group.throughput(Throughput::Elements(1));
+    for (name, key) in &keys {
+        let block = unsigned().sign(key).to_bytes();
+        CommitRef::decode(&block)
+            .expect("decodes")
+            .verify(&key.public_key())
+            .expect("verifies");
+        group.bench(name, "", |b| {
+            b.iter(|| black_box(unsigned()).sign(key).to_bytes())
+        });
+    }
+    group.finish();
+
+    let mut group = target.group("repo.commit_verify");
+    group.throughput(Throughput::Elements(1));
+    for (name, key) in &keys {
+        let block = unsigned().sign(key).to_bytes();
+        let public = key.public_key();
+        group.bench(name, "", |b| {
+            b.iter(|| {
+                CommitRef::decode(black_box(&block))
+                    .and_then(|c| c.verify(&public))
+                    .is_ok()
+            })
+        });
+        if key.algorithm() != Algorithm::K256 {
+            continue;
+        }
+        // `k256` runs the default backend; each backend by name beside it.
+        for &backend in K256Backend::ALL {
+            let c = CommitRef::decode(&block).expect("decodes");
+            public
+                .verify_digest_with(backend, &c.signing_digest(), c.sig)
+                .expect("verifies");
+            group.bench(&format!("{name}.{}", backend.name()), "", |b| {
+                b.iter(|| {
+                    CommitRef::decode(black_box(&block)).is_ok_and(|c| {
+                        public
+                            .verify_digest_with(backend, &c.signing_digest(), c.sig)
+                            .is_ok()
+                    })
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+/// A signed repo of `n` like records: blocks, commit CID, record count.
+fn build_repo(n: usize, like: &[u8]) -> (MemoryBlockStore, Cid) {
+    let template = cbor::decode_owned(like).expect("like decodes");
+    let mut store = MemoryBlockStore::new();
+    let mut mst = Mst::empty(MemoryBlockStore::new());
+    for i in 0..n {
+        let mut record = template.clone();
+        if let Value::Map(m) = &mut record {
+            m.insert(
+                "createdAt",
+                Value::Text(format!("2024-01-01T00:00:{:02}.{:06}Z", i % 60, i)),
+            );
+        }
+        let bytes = cbor::to_vec(&record);
+        let cid = store.put_dag_cbor(bytes);
+        let tid = Tid::from_parts(1_700_000_000_000_000 + i as u64 * 1_000, 3);
+        mst.insert(&format!("app.bsky.feed.like/{tid}"), cid)
+            .expect("insert");
+    }
+    let c = mst.commit().expect("commit");
+    store.extend(c.new_blocks);
+    let key = Keypair::from_bytes(Algorithm::K256, &datagen::random_bytes(0xca2, 32)).expect("key");
+    let rev = Tid::from_parts(1_700_000_000_000_000 + n as u64 * 1_000, 3);
+    let signed = UnsignedCommit::new("did:plc:ewvi7nxzyoun6zhxrhs64oiz", c.root, rev).sign(&key);
+    let commit = store.put_dag_cbor(signed.to_bytes());
+    (store, commit)
+}
+
+/// The whole export: commit, every MST node, every record.
+fn export(store: &MemoryBlockStore, commit: Cid, out: &mut Vec<u8>) -> usize {
+    let mut w = CarWriter::new(out, &[commit]).expect("header");
+    let commit_bytes = store.get(&commit).expect("commit block");
+    w.write_block(&commit, commit_bytes).expect("write");
+    let data = CommitRef::decode(commit_bytes).expect("commit").data;
+    let mut mst = Mst::load(store, data);
+    for cid in mst.node_cids().expect("walk") {
+        w.write_block(&cid, store.get(&cid).expect("node block"))
+            .expect("write");
+    }
+    let mut records = 0;
+    for leaf in mst.leaves().expect("walk") {
+        let (_, cid) = leaf.expect("leaf");
+        w.write_block(&cid, store.get(&cid).expect("record block"))
+            .expect("write");
+        records += 1;
+    }
+    w.finish().expect("flush");
+    records
+}
+
+/// The whole import: stream-read with hash checks into a block store, then
+/// walk the MST to list every record.
+fn import(car: &[u8]) -> usize {
+    let reader = CarReader::new(car).expect("header").verify(true);
+    let root = reader.roots()[0];
+    let mut store = MemoryBlockStore::new();
+    for block in reader {
+        let (cid, data) = block.expect("block");
+        store.put(cid, data);
+    }
+    let data = CommitRef::decode(store.get(&root).expect("commit"))
+        .expect("commit")
+        .data;
+    let mut mst = Mst::load(&store, data);
+    mst.leaves().expect("walk").filter(Result::is_ok).count()
+}
+
+fn car(target: &mut BenchTarget, like: &[u8]) {
+    let repos: Vec<(usize, MemoryBlockStore, Cid)> = [1_000usize, 10_000]
+        .into_iter()
+        .map(|n| {
+            let (store, commit) = build_repo(n, like);
+            (n, store, commit)
+        })
+        .collect();
+    let mut group = target.group("repo.car_write");
+    let mut cars = Vec::new();
+    for (n, store, commit) in &repos {
+        let mut out = Vec::new();
+        assert_eq!(export(store, *commit, &mut out), *n);
+        assert_eq!(
+            CarSlice::parse(&out, true).expect("valid CAR").blocks.len(),
+            store.len()
+        );
+        group.throughput(Throughput::Elements(*n as u64));
+        group.bench("ours", &count_tier(*n), |b| {
+            b.iter(|| {
+                out.clear();
+                export(store, *commit, &mut out)
+            })
+        });
+        cars.push((*n, out));
+    }
+    group.finish();
+
+    let mut group = target.group("repo.car_read");
+    for (n, car) in &cars {
+        assert_eq!(import(car), *n);
+        group.throughput(Throughput::Elements(*n as u64));
+        group.bench("ours.verify", &count_tier(*n), |b| {
+            b.iter(|| import(black_box(car)))
+        });
+    }
+    group.finish();
+}
+
+fn frames(target: &mut BenchTarget, corpus: &Corpus) {
+    let frames = &corpus.commit_frames;
+    let keys = &corpus.keys;
+    // Everything verifies before timing; collect the ECDSA inputs.
+    let mut ecdsa: Vec<(PublicKey, [u8; 32], Vec<u8>)> = Vec::new();
+    for f in frames {
+        let Ok(Frame::Commit(c)) = Frame::decode(f) else {
+            panic!("corpus commit frame does not decode");
+        };
+        verify_commit(&c, keys).expect("corpus frame verifies");
+        let digest =
+            repo::bench_internals::verify_commit_without_signature(&c).expect("checks pass");
+        let car = CarSlice::parse(c.blocks, true).expect("CAR");
+        let commit = CommitRef::decode(car.get(&c.commit).expect("commit")).expect("commit");
+        let key = keys[c.repo].clone();
+        assert_eq!(
+            key.algorithm(),
+            Algorithm::K256,
+            "corpus keys are secp256k1"
+        );
+        ecdsa.push((key, digest, commit.sig.to_vec()));
+    }
+
+    let mut group = target.group("repo.frame_decode");
+    group.throughput(Throughput::Elements(1));
+    let mut i = 0usize;
+    group.bench("ours", "commit", |b| {
+        b.iter(|| {
+            let f = &frames[i % frames.len()];
+            i += 1;
+            matches!(Frame::decode(black_box(f)), Ok(Frame::Commit(_)))
+        })
+    });
+    group.finish();
+
+    let mut group = target.group("repo.frame_verify");
+    group.throughput(Throughput::Elements(1));
+    group.bench("ours", "commit", |b| {
+        b.iter(|| {
+            let f = &frames[i % frames.len()];
+            i += 1;
+            match Frame::decode(black_box(f)) {
+                Ok(Frame::Commit(c)) => verify_commit(&c, keys).is_ok(),
+                _ => false,
+            }
+        })
+    });
+    group.bench("ours.nosig", "commit", |b| {
+        b.iter(|| {
+            let f = &frames[i % frames.len()];
+            i += 1;
+            match Frame::decode(black_box(f)) {
+                Ok(Frame::Commit(c)) => {
+                    repo::bench_internals::verify_commit_without_signature(&c).is_ok()
+                }
+                _ => false,
+            }
+        })
+    });
+    group.bench("k256-only", "commit", |b| {
+        b.iter(|| {
+            let (key, digest, sig) = &ecdsa[i % ecdsa.len()];
+            i += 1;
+            key.verify_digest(black_box(digest), sig).is_ok()
+        })
+    });
+    if K256Backend::DEFAULT != K256Backend::RustCrypto {
+        group.bench("k256-only.rustcrypto", "commit", |b| {
+            b.iter(|| {
+                let (key, digest, sig) = &ecdsa[i % ecdsa.len()];
+                i += 1;
+                key.verify_digest_with(K256Backend::RustCrypto, black_box(digest), sig)
+                    .is_ok()
+            })
+        });
+    }
+    group.finish();
+}
