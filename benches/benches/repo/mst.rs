@@ -31,13 +31,17 @@
 //! handful of keys (root: 1 entry), so the nodes a random key passes are
 //! smaller there (3.3 entries) than in any tree of 10k keys or more (5.3,
 //! the size-biased limit): the bytes to re-encode and hash grow 2.2-2.5x.
-//! The time ratio follows the bytes (2.1-2.4x in quiet same-process runs:
-//! 6.9 / 9.8 / 14.6-17 µs), so the residual is inherent to rewriting whole
-//! nodes. Costs that were not inherent were removed: SipHash sets per
-//! commit, key clones at commit, re-growing maps and vectors per write
-//! (see crates/repo/src/mst/tree.rs); the cache hit rate is 100 % after
-//! warm-up at every tier. From 10k to 100k (depth x1.29, node size flat)
-//! the ratio is about 1.5-1.7x.
+//! The time ratio follows the bytes: `ours` measured 6.7-7.1 / 9.4-9.5 /
+//! 15.1-15.8 µs (quick mode, shared 2-core machine, four runs), 2.2-2.35x,
+//! the same as before the changes below within noise (7.2-7.9 / 9.9-10.3
+//! / 14.4-18.0 µs, 2.0-2.3x, three runs); so the residual is inherent to
+//! rewriting whole nodes, not a cost that grows by accident. Costs that were not inherent were
+//! removed anyway: SipHash sets per commit, key clones at commit, maps and
+//! vectors re-grown per write, a zero-fill and a copy per decoded key (see
+//! crates/repo/src/mst/); the cache hit rate is 100 % after warm-up at
+//! every tier, and `ours.cold` (every node decoded from the store) grows
+//! the same way (8.2-9.2 / 11.2-12.0 / 18.4-23.4 µs). From 10k to 100k
+//! (depth x1.29, node size flat) the ratio is 1.6x.
 //!
 //! `mst_build`: from an empty tree, add every key in sorted order, root
 //! computed. Sorted, because atrium-repo 0.2.0 loses keys when they arrive

@@ -200,3 +200,53 @@ fn commit_proofs() {
         assert_eq!(got_keys, want_keys, "{name}: diff");
     }
 }
+
+/// A commit's `new_blocks` and `removed` are exactly the node-set
+/// differences between the trees, for one write and for a batch (the two
+/// bookkeeping paths of `Mst::commit`).
+#[test]
+fn commit_reports_exact_block_differences() {
+    let leaf = Cid::for_dag_cbor(b"leaf");
+    let keys: Vec<String> = (0..300).map(|i| format!("com.example.k/{i:05}")).collect();
+    let mut m = Mst::empty(MemoryBlockStore::new());
+    for k in &keys {
+        m.insert(k, leaf).unwrap();
+    }
+    let c = m.commit().unwrap();
+    let mut store = MemoryBlockStore::new();
+    store.extend(c.new_blocks);
+    let mut root = c.root;
+    for batch in [1usize, 2, 40] {
+        let before: BTreeSet<Cid> = Mst::load(&store, root)
+            .node_cids()
+            .unwrap()
+            .into_iter()
+            .collect();
+        let mut t = Mst::load(&store, root);
+        for i in 0..batch {
+            t.insert(&format!("com.example.n/{batch}-{i}"), leaf)
+                .unwrap();
+            t.delete(&keys[(batch * 7 + i * 13) % keys.len()]).unwrap();
+        }
+        let c = t.commit().unwrap();
+        let made: BTreeSet<Cid> = c.new_blocks.iter().map(|b| b.0).collect();
+        let mut next = store.clone();
+        next.extend(c.new_blocks.clone());
+        let after: BTreeSet<Cid> = Mst::load(&next, c.root)
+            .node_cids()
+            .unwrap()
+            .into_iter()
+            .collect();
+        assert_eq!(made, &after - &before, "batch {batch}: new blocks");
+        let removed: Vec<Cid> = (&before - &after).into_iter().collect();
+        let mut got = c.removed.clone();
+        got.sort();
+        assert_eq!(got, removed, "batch {batch}: removed");
+        assert!(
+            c.removed.windows(2).all(|w| w[0] < w[1]),
+            "sorted, no duplicates"
+        );
+        store = next;
+        root = c.root;
+    }
+}

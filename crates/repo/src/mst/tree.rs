@@ -436,15 +436,31 @@ impl<S: BlockSource> Mst<S> {
             };
             ctx.link(&mut self.root)
         };
-        // A handful of CIDs each: sorted vectors, no hashing.
         let mut replaced = std::mem::take(&mut self.ld.replaced);
-        replaced.sort_unstable();
-        replaced.dedup();
-        let mut made: Vec<Cid> = blocks.iter().map(|b| b.0).collect();
-        made.sort_unstable();
-        blocks.retain(|b| replaced.binary_search(&b.0).is_err());
-        replaced.retain(|c| made.binary_search(c).is_err());
-        let removed = replaced;
+        let removed = if replaced.len().saturating_mul(blocks.len()) <= 256 {
+            // One write: about one CID per layer on each side. Linear
+            // scans with inlined equality beat hashing or sorting them.
+            let mut removed: Vec<Cid> = Vec::with_capacity(replaced.len());
+            for c in &replaced {
+                if !removed.contains(c) && !blocks.iter().any(|b| b.0 == *c) {
+                    removed.push(*c);
+                }
+            }
+            if !replaced.is_empty() {
+                blocks.retain(|b| !replaced.contains(&b.0));
+            }
+            removed.sort_unstable();
+            removed
+        } else {
+            // Batches: sorted vectors, no hashing.
+            replaced.sort_unstable();
+            replaced.dedup();
+            let mut made: Vec<Cid> = blocks.iter().map(|b| b.0).collect();
+            made.sort_unstable();
+            blocks.retain(|b| replaced.binary_search(&b.0).is_err());
+            replaced.retain(|c| made.binary_search(c).is_err());
+            replaced
+        };
         Ok(MstCommit {
             root,
             new_blocks: blocks,
