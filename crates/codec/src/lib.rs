@@ -1,5 +1,6 @@
 //! Byte codecs of the data-gateway hot path: base64 (standard alphabet,
-//! padded), CRC-32 (IEEE) and sha-256.
+//! padded), CRC-32 (IEEE) and sha-256; plus the RFC 3339 timestamp text
+//! ([`datetime`]) the other crates share.
 //!
 //! Each codec has a **scalar path that is the correctness oracle** and always
 //! compiles, and a fast path behind a default feature:
@@ -23,6 +24,7 @@
 
 pub mod base64;
 pub mod crc32;
+pub mod datetime;
 pub mod sha256;
 
 pub use base64::Base64Error;

@@ -130,16 +130,8 @@ fn write_timestamp(micros: i64, out: &mut [u8; 27]) {
     let frac = micros.rem_euclid(1_000_000);
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (proleptic Gregorian).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = codec::datetime::civil_from_days(days);
+    let (month, day) = (i64::from(month), i64::from(day));
     let mut put = |at: usize, width: usize, mut v: i64| {
         for i in (0..width).rev() {
             out[at + i] = b'0' + (v % 10) as u8;

@@ -67,24 +67,7 @@ pub fn tid(micros: u64, clock: u16) -> String {
 
 /// An RFC 3339 UTC datetime with milliseconds.
 pub fn datetime(micros: u64) -> String {
-    let ms = micros / 1000;
-    let (days, rem) = ((ms / 86_400_000) as i64, ms % 86_400_000);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3_600_000,
-        rem / 60_000 % 60,
-        rem / 1000 % 60,
-        rem % 1000
-    )
+    codec::datetime::rfc3339_millis((micros / 1000) as i64)
 }
 
 /// A dag-cbor CIDv1 string over sha-256 of `seed`.

@@ -104,26 +104,7 @@ fn push_prose(out: &mut String, rng: &mut ChaCha8Rng, words: u32) {
 
 /// Unix milliseconds -> RFC 3339 `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub(crate) fn rfc3339_millis(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (proleptic Gregorian).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        sod / 3600,
-        sod % 3600 / 60,
-        sod % 60,
-        ms.rem_euclid(1000)
-    )
+    codec::datetime::rfc3339_millis(ms)
 }
 
 /// `records.ndjson`: one row touching every JSON value kind (~550 B).
