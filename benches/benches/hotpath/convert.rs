@@ -52,6 +52,24 @@ pub fn tune_batch(group: &mut Group<'_>, preset: Preset) {
     }
 }
 
+/// Benchmarks `convert` over every item of `items`: one iteration converts
+/// the whole batch; the outputs are collected and dropped outside the timing.
+fn bench_batch<T, R>(
+    group: &mut Group<'_>,
+    implementation: &str,
+    tier: &str,
+    items: &[T],
+    convert: impl Fn(&T) -> R,
+) {
+    group.bench(implementation, tier, |b| {
+        b.iter_batched(
+            || (),
+            |()| black_box(items).iter().map(&convert).collect::<Vec<R>>(),
+            BatchSize::PerIteration,
+        );
+    });
+}
+
 fn bytes_of(lines: &[String]) -> u64 {
     lines.iter().map(|l| l.len() as u64).sum()
 }
@@ -103,20 +121,13 @@ fn struct_to_json(
     tune_batch(&mut group, preset);
     group.throughput(Throughput::Bytes(bytes));
     let last: Vec<_> = structs.iter().map(::convert::struct_to_json).collect();
-    group.bench("ours", tier, |b| {
-        b.iter_batched(
-            || (),
-            |()| {
-                let out: Vec<Value> = black_box(&structs)
-                    .iter()
-                    .map(::convert::struct_to_json)
-                    .collect();
-                debug_assert_eq!(out.len(), structs.len());
-                out
-            },
-            BatchSize::PerIteration,
-        );
-    });
+    bench_batch(
+        &mut group,
+        "ours",
+        tier,
+        &structs,
+        ::convert::struct_to_json,
+    );
     group.finish();
     // Verified outside the timing: the read gives back the parsed records.
     assert_eq!(last.len(), records.len());
@@ -195,19 +206,13 @@ fn json_to_prost_value(
     tune_batch(&mut group, preset);
     group.throughput(Throughput::Bytes(bytes));
     let last: Vec<_> = values.iter().map(::convert::json_to_prost_value).collect();
-    group.bench("ours", tier, |b| {
-        b.iter_batched(
-            || (),
-            |()| {
-                let out: Vec<_> = black_box(&values)
-                    .iter()
-                    .map(::convert::json_to_prost_value)
-                    .collect();
-                out
-            },
-            BatchSize::PerIteration,
-        );
-    });
+    bench_batch(
+        &mut group,
+        "ours",
+        tier,
+        &values,
+        ::convert::json_to_prost_value,
+    );
     group.finish();
     for (v, json) in last.iter().zip(&values) {
         assert_eq!(
@@ -226,18 +231,8 @@ fn parse_sql(target: &mut BenchTarget, preset: Preset, lines: &[String]) {
         .iter()
         .map(|l| ::convert::parse_sql_dispatch(l))
         .collect();
-    group.bench("ours", &count_tier(lines.len()), |b| {
-        b.iter_batched(
-            || (),
-            |()| {
-                let out: Vec<_> = black_box(lines)
-                    .iter()
-                    .map(|l| ::convert::parse_sql_dispatch(l))
-                    .collect();
-                out
-            },
-            BatchSize::PerIteration,
-        );
+    bench_batch(&mut group, "ours", &count_tier(lines.len()), lines, |l| {
+        ::convert::parse_sql_dispatch(l)
     });
     group.finish();
     let params: usize = parsed
@@ -269,18 +264,8 @@ fn parse_object(target: &mut BenchTarget, preset: Preset, lines: &[String]) {
         .iter()
         .map(|l| ::convert::parse_object_dispatch(l))
         .collect();
-    group.bench("ours", &count_tier(lines.len()), |b| {
-        b.iter_batched(
-            || (),
-            |()| {
-                let out: Vec<_> = black_box(lines)
-                    .iter()
-                    .map(|l| ::convert::parse_object_dispatch(l))
-                    .collect();
-                out
-            },
-            BatchSize::PerIteration,
-        );
+    bench_batch(&mut group, "ours", &count_tier(lines.len()), lines, |l| {
+        ::convert::parse_object_dispatch(l)
     });
     group.finish();
     for (r, line) in parsed.iter().zip(lines) {
@@ -318,46 +303,16 @@ fn parse_rest(target: &mut BenchTarget, preset: Preset, lines: &[String]) {
         .map(|l| ::convert::parse_rest_dispatch(l).ok())
         .collect();
     // Baseline, the reference's shape: DOM of the line, body deep-cloned.
-    group.bench("clone-body", &tier, |b| {
-        b.iter_batched(
-            || (),
-            |()| {
-                let out: Vec<_> = black_box(lines)
-                    .iter()
-                    .map(|l| ::convert::bench_internals::parse_rest_dispatch_clone_body(l))
-                    .collect();
-                out
-            },
-            BatchSize::PerIteration,
-        );
+    bench_batch(&mut group, "clone-body", &tier, lines, |l| {
+        ::convert::bench_internals::parse_rest_dispatch_clone_body(l)
     });
     // Ours, body as a DOM: one pass, the body Value built in place and moved.
-    group.bench("move-body.dom", &tier, |b| {
-        b.iter_batched(
-            || (),
-            |()| {
-                let out: Vec<_> = black_box(lines)
-                    .iter()
-                    .map(|l| ::convert::parse_rest_dispatch_value(l))
-                    .collect();
-                out
-            },
-            BatchSize::PerIteration,
-        );
+    bench_batch(&mut group, "move-body.dom", &tier, lines, |l| {
+        ::convert::parse_rest_dispatch_value(l)
     });
     // Ours: one pass, the body validated and moved as its JSON text.
-    group.bench("move-body", &tier, |b| {
-        b.iter_batched(
-            || (),
-            |()| {
-                let out: Vec<_> = black_box(lines)
-                    .iter()
-                    .map(|l| ::convert::parse_rest_dispatch(l))
-                    .collect();
-                out
-            },
-            BatchSize::PerIteration,
-        );
+    bench_batch(&mut group, "move-body", &tier, lines, |l| {
+        ::convert::parse_rest_dispatch(l)
     });
     group.finish();
     assert!(
@@ -401,19 +356,13 @@ fn object_bytes(
         .iter()
         .map(::convert::object_bytes_from_json)
         .collect();
-    group.bench("ours", &count_tier(payloads.len()), |b| {
-        b.iter_batched(
-            || (),
-            |()| {
-                let out: Vec<_> = black_box(payloads)
-                    .iter()
-                    .map(::convert::object_bytes_from_json)
-                    .collect();
-                out
-            },
-            BatchSize::PerIteration,
-        );
-    });
+    bench_batch(
+        &mut group,
+        "ours",
+        &count_tier(payloads.len()),
+        payloads,
+        ::convert::object_bytes_from_json,
+    );
     group.finish();
     let again = last
         .iter()
@@ -429,19 +378,13 @@ fn base64_cell(target: &mut BenchTarget, preset: Preset, payloads: &[Vec<u8>]) {
     tune_batch(&mut group, preset);
     group.throughput(Throughput::Bytes(total as u64));
     let last: Vec<_> = payloads.iter().map(|p| ::convert::base64_cell(p)).collect();
-    group.bench("ours", &count_tier(payloads.len()), |b| {
-        b.iter_batched(
-            || (),
-            |()| {
-                let out: Vec<String> = black_box(payloads)
-                    .iter()
-                    .map(|p| ::convert::base64_cell(p))
-                    .collect();
-                out
-            },
-            BatchSize::PerIteration,
-        );
-    });
+    bench_batch(
+        &mut group,
+        "ours",
+        &count_tier(payloads.len()),
+        payloads,
+        |p| ::convert::base64_cell(p),
+    );
     group.finish();
     for (cell, bytes) in last.iter().zip(payloads) {
         assert_eq!(
