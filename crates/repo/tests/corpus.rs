@@ -15,32 +15,6 @@ fn manifest() -> serde_json::Value {
     common::read_json("corpus/manifest.json")
 }
 
-/// The frames: zstd of `[u32 LE length][frame]` repeated.
-fn frames() -> Vec<Vec<u8>> {
-    let raw = common::read_zst("corpus/frames.bin.zst");
-    let mut out = Vec::new();
-    let mut pos = 0;
-    while pos < raw.len() {
-        let len = u32::from_le_bytes(raw[pos..pos + 4].try_into().unwrap()) as usize;
-        out.push(raw[pos + 4..pos + 4 + len].to_vec());
-        pos += 4 + len;
-    }
-    out
-}
-
-fn did_keys() -> HashMap<String, PublicKey> {
-    let docs: serde_json::Value =
-        serde_json::from_slice(&common::read_zst("corpus/did_docs.json.zst")).unwrap();
-    docs.as_object()
-        .unwrap()
-        .iter()
-        .map(|(did, doc)| {
-            let key = PublicKey::from_did_document(doc).unwrap_or_else(|e| panic!("{did}: {e}"));
-            (did.clone(), key)
-        })
-        .collect()
-}
-
 #[test]
 fn repo_car_yields_expected_records_and_commit() {
     let bytes = common::read("corpus/repo.car");
@@ -92,7 +66,7 @@ fn repo_car_yields_expected_records_and_commit() {
     // independently. We check the signature's form (64 bytes, low-S) and
     // pin the secp256k1 key recovered from it, so a change in how the
     // unsigned commit is re-encoded would show up here.
-    let keys = did_keys();
+    let keys = common::corpus_did_keys();
     match keys.get(commit.did) {
         Some(key) => commit.verify(key).unwrap(),
         None => {
@@ -137,9 +111,9 @@ fn recover_k256(commit: &CommitRef<'_>) -> Vec<String> {
 #[test]
 fn every_frame_decodes_reencodes_and_every_commit_verifies() {
     let m = manifest();
-    let frames = frames();
+    let frames = common::corpus_frames();
     assert_eq!(frames.len() as u64, m["frames"].as_u64().unwrap());
-    let keys = did_keys();
+    let keys = common::corpus_did_keys();
     assert_eq!(keys.len(), m["commit_dids"].as_array().unwrap().len());
     let (mut commits, mut identity, mut account) = (0u64, 0u64, 0u64);
     let (mut creates, mut updates, mut deletes) = (0u64, 0u64, 0u64);
@@ -197,8 +171,8 @@ fn every_frame_decodes_reencodes_and_every_commit_verifies() {
 
 #[test]
 fn tampered_commit_fails_verification() {
-    let frames = frames();
-    let keys = did_keys();
+    let frames = common::corpus_frames();
+    let keys = common::corpus_did_keys();
     let bytes = frames
         .iter()
         .find(|f| matches!(Frame::decode(f), Ok(Frame::Commit(_))))

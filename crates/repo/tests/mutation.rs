@@ -12,26 +12,9 @@ use repo::firehose::{Frame, verify_commit};
 use repo::mst::{MemoryBlockStore, Mst};
 
 fn frames() -> Vec<Vec<u8>> {
-    let raw = common::read_zst("corpus/frames.bin.zst");
-    let mut out = Vec::new();
-    let mut pos = 0;
-    while pos < raw.len() {
-        let len = u32::from_le_bytes(raw[pos..pos + 4].try_into().unwrap()) as usize;
-        out.push(raw[pos + 4..pos + 4 + len].to_vec());
-        pos += 4 + len;
-    }
+    let out = common::corpus_frames();
     assert_eq!(out.len(), 150);
     out
-}
-
-fn keys() -> HashMap<String, PublicKey> {
-    let docs: serde_json::Value =
-        serde_json::from_slice(&common::read_zst("corpus/did_docs.json.zst")).unwrap();
-    docs.as_object()
-        .unwrap()
-        .iter()
-        .map(|(d, doc)| (d.clone(), PublicKey::from_did_document(doc).unwrap()))
-        .collect()
 }
 
 struct Rng(u64);
@@ -62,7 +45,7 @@ fn exercise(bytes: &[u8], keys: &HashMap<String, PublicKey>) -> bool {
 
 #[test]
 fn frame_mutations_never_panic() {
-    let keys = keys();
+    let keys = common::corpus_did_keys();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut mutations = 0;
     let mut still_verified = 0;

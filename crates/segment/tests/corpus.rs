@@ -2,21 +2,11 @@
 //! exactly the events the fixture README lists, and a segment we write from
 //! those events reopens (checked) to the same events.
 
-use std::path::PathBuf;
+mod common;
+
+use common::corpus;
 
 use segment::{Event, EventRef, Kind, Segment, Writer, WriterOptions};
-
-fn corpus(name: &str) -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/corpus")
-        .join(name);
-    std::fs::read(&path).unwrap_or_else(|e| {
-        panic!(
-            "conformance file {} is missing ({e}); it is vendored from the jetstream-corpus fixtures",
-            path.display()
-        )
-    })
-}
 
 #[allow(clippy::too_many_arguments)]
 fn ev(

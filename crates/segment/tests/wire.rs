@@ -3,6 +3,10 @@
 //! exactly `expected_v1.jsonl` (every field but `time_us`), and the ten
 //! golden v1 lines round-trip through our events.
 
+mod common;
+
+use common::corpus;
+
 use std::io::Read;
 use std::path::PathBuf;
 
@@ -11,18 +15,6 @@ use repo::firehose::{Action, Frame};
 use segment::wire::{decode_v1, encode_v1};
 use segment::{Event, Kind, Segment, Writer, WriterOptions};
 use serde_json::Value;
-
-fn corpus(name: &str) -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/corpus")
-        .join(name);
-    std::fs::read(&path).unwrap_or_else(|e| {
-        panic!(
-            "conformance file {} is missing ({e}); it is vendored from the jetstream-corpus fixtures",
-            path.display()
-        )
-    })
-}
 
 /// The relay frames, in capture order.
 fn frames() -> Vec<Vec<u8>> {

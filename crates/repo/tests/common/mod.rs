@@ -1,7 +1,10 @@
 //! Shared helpers for the conformance tests: locating vendored vectors.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+
+use repo::crypto::PublicKey;
 
 /// Absolute path of a vendored test file under `tests/`.
 pub fn path(rel: &str) -> PathBuf {
@@ -51,4 +54,32 @@ pub fn syntax_lines(rel: &str) -> Vec<String> {
         .collect();
     assert!(!lines.is_empty(), "{rel} has no vectors");
     lines
+}
+
+/// The corpus relay frames: `frames.bin.zst` is zstd of `[u32 LE length][frame]`
+/// repeated.
+pub fn corpus_frames() -> Vec<Vec<u8>> {
+    let raw = read_zst("corpus/frames.bin.zst");
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < raw.len() {
+        let len = u32::from_le_bytes(raw[pos..pos + 4].try_into().unwrap()) as usize;
+        out.push(raw[pos + 4..pos + 4 + len].to_vec());
+        pos += 4 + len;
+    }
+    out
+}
+
+/// DID -> signing key, from the corpus's `did_docs.json.zst`.
+pub fn corpus_did_keys() -> HashMap<String, PublicKey> {
+    let docs: serde_json::Value = serde_json::from_slice(&read_zst("corpus/did_docs.json.zst"))
+        .unwrap_or_else(|e| panic!("did_docs.json.zst: {e}"));
+    docs.as_object()
+        .unwrap_or_else(|| panic!("did_docs.json.zst is not a JSON object"))
+        .iter()
+        .map(|(did, doc)| {
+            let key = PublicKey::from_did_document(doc).unwrap_or_else(|e| panic!("{did}: {e}"));
+            (did.clone(), key)
+        })
+        .collect()
 }
