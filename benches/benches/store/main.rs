@@ -338,6 +338,31 @@ fn apply_commit(target: &mut BenchTarget, fx: &Fixtures) {
     g.finish();
 }
 
+/// One read per operation from `callers` threads over the `sampled` keys of
+/// account `did`, caller `c` starting at key `start(c)` and walking on; the
+/// result is passed through `black_box`. One benchmark per caller count,
+/// implementation `ours`, tier `callers-N`.
+fn sampled_reads<R>(
+    g: &mut benches::Group<'_>,
+    callers: &[usize],
+    store: &Arc<Store>,
+    did: &str,
+    sampled: &[(&'static str, String, Cid)],
+    start: impl Fn(usize) -> usize + Sync,
+    read: impl Fn(&Store, &str, &str, &str) -> R + Sync,
+) {
+    for &n in callers {
+        bench_callers(g, "ours", &format!("callers-{n}"), n, |caller| {
+            let first = start(caller);
+            let (store, read) = (store.clone(), &read);
+            move |i: u64| {
+                let (coll, rkey, _) = &sampled[(first + i as usize) % sampled.len()];
+                black_box(read(&store, did, coll, rkey));
+            }
+        });
+    }
+}
+
 fn reads(target: &mut BenchTarget, fx: &Fixtures) {
     let (_, acc10k) = fx
         .sized
@@ -354,26 +379,20 @@ fn reads(target: &mut BenchTarget, fx: &Fixtures) {
     }
 
     let mut g = target.group("store.current_cid");
-    for callers in [1usize, 10, 100] {
-        bench_callers(
-            &mut g,
-            "ours",
-            &format!("callers-{callers}"),
-            callers,
-            |caller| {
-                let mut s = Sampler(caller as u64 * 7919 + 1);
-                let start = s.next(sampled.len());
-                let store = store.clone();
-                let (did, sampled) = (&acc10k.did, &sampled);
-                move |i: u64| {
-                    let (coll, rkey, _) = &sampled[(start + i as usize) % sampled.len()];
-                    let got = store.current_cid(did, coll, rkey).expect("lookup");
-                    debug_assert!(got.is_some());
-                    black_box(got);
-                }
-            },
-        );
-    }
+    let random_start = |caller: usize| Sampler(caller as u64 * 7919 + 1).next(sampled.len());
+    sampled_reads(
+        &mut g,
+        &[1, 10, 100],
+        store,
+        &acc10k.did,
+        &sampled,
+        random_start,
+        |s, did, coll, rkey| {
+            let got = s.current_cid(did, coll, rkey).expect("lookup");
+            debug_assert!(got.is_some());
+            got
+        },
+    );
     for (n, acc) in &fx.sized {
         let keys = acc.sample(1024, *n as u64);
         for (coll, rkey, cid) in keys.iter().take(64) {
@@ -401,25 +420,19 @@ fn reads(target: &mut BenchTarget, fx: &Fixtures) {
             .expect("present");
         assert!(c == *cid && cid.matches(&bytes));
     }
-    for callers in [10usize, 100] {
-        bench_callers(
-            &mut g,
-            "ours",
-            &format!("callers-{callers}"),
-            callers,
-            |caller| {
-                let start = caller * 37;
-                let store = store.clone();
-                let (did, sampled) = (&acc10k.did, &sampled);
-                move |i: u64| {
-                    let (coll, rkey, _) = &sampled[(start + i as usize) % sampled.len()];
-                    let got = store.record_block(did, coll, rkey).expect("fetch");
-                    debug_assert!(got.is_some());
-                    black_box(got);
-                }
-            },
-        );
-    }
+    sampled_reads(
+        &mut g,
+        &[10, 100],
+        store,
+        &acc10k.did,
+        &sampled,
+        |caller| caller * 37,
+        |s, did, coll, rkey| {
+            let got = s.record_block(did, coll, rkey).expect("fetch");
+            debug_assert!(got.is_some());
+            got
+        },
+    );
     g.finish();
 
     let mut g = target.group("store.get_record");
@@ -432,25 +445,19 @@ fn reads(target: &mut BenchTarget, fx: &Fixtures) {
         let v: serde_json::Value = serde_json::from_str(&view.json).expect("JSON");
         assert_eq!(v["cid"], cid.to_string());
     }
-    for callers in [1usize, 10, 100] {
-        bench_callers(
-            &mut g,
-            "ours",
-            &format!("callers-{callers}"),
-            callers,
-            |caller| {
-                let start = caller * 37;
-                let store = store.clone();
-                let (did, sampled) = (&acc10k.did, &sampled);
-                move |i: u64| {
-                    let (coll, rkey, _) = &sampled[(start + i as usize) % sampled.len()];
-                    let got = store.get_record(did, coll, rkey).expect("get");
-                    debug_assert!(got.is_some());
-                    black_box(got);
-                }
-            },
-        );
-    }
+    sampled_reads(
+        &mut g,
+        &[1, 10, 100],
+        store,
+        &acc10k.did,
+        &sampled,
+        |caller| caller * 37,
+        |s, did, coll, rkey| {
+            let got = s.get_record(did, coll, rkey).expect("get");
+            debug_assert!(got.is_some());
+            got
+        },
+    );
     g.finish();
 
     // listRecords: cursors with at least 50 older likes below them.
