@@ -8,7 +8,8 @@
 Reads Criterion 0.8.2's output (<target>/criterion/**/new/{benchmark,estimates}.json), the
 harness sidecars (<target>/atbench/latency/*.json, <target>/atbench/context/*.json),
 benches/units.toml, bench-history/renames.json and data/MANIFEST.json, and writes
-bench-history/bench-<UTC>.json, bench-history/bench-<UTC>.md and bench-history/latest.md.
+bench-history/bench-<UTC>.json, bench-history/bench-<UTC>.md and bench-history/latest.md, and
+regenerates the result tables of README.md (scripts/readme_results.py) when it has them.
 <target> is --target-dir, else $CARGO_TARGET_DIR, else <root>/target.
 
 This file owns the command line and the assembly of a snapshot; the work is in the
@@ -28,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from atbench_snapshot import environment, history, registry, report, sidecars
+from atbench_snapshot import environment, history, readme, registry, report, sidecars
 from atbench_snapshot.compare import DEFAULT_NOISE_FLOOR, compare
 from atbench_snapshot.criterion import CriterionError, read_criterion_dir
 
@@ -120,6 +121,19 @@ def _baseline_record(baseline: report.Baseline | None) -> dict[str, Any] | None:
     return {"file": baseline.file_name, "tag": baseline.snapshot.get("tag"), "renamed_ids": baseline.renamed}
 
 
+def _readme_update(path: Path, snapshot: dict[str, Any], file_name: str, units: dict[str, Any]) -> str | None:
+    """The README with its result blocks regenerated (scripts/readme_results.py), or None when
+    it has no such blocks or nothing changes. Computed before anything is written, so a README
+    that lacks a block stops the run with nothing half-written."""
+    if not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8")
+    if not readme.MARKER.search(text):
+        return None
+    updated = readme.splice(text, readme.blocks(snapshot, file_name, units))
+    return None if updated == text else updated
+
+
 def run(args: argparse.Namespace, argv: list[str]) -> list[Path]:
     """Build and write the snapshot; returns the files written."""
     target_dir = _target_dir(args)
@@ -150,7 +164,12 @@ def run(args: argparse.Namespace, argv: list[str]) -> list[Path]:
     }
     comparison = compare(results, baseline.snapshot["results"], args.noise_floor) if baseline else None
     markdown = report.render(snapshot, comparison, baseline, units, args.noise_floor)
+    readme_path = args.root / "README.md"
+    readme_text = _readme_update(readme_path, snapshot, f"bench-{file_stamp}.json", units)
     written = history.write_snapshot(history_dir, file_stamp, snapshot, markdown)
+    if readme_text is not None:
+        readme_path.write_text(readme_text, encoding="utf-8")
+        written.append(readme_path)
     for warning in warnings:
         print(f"bench_snapshot: warning: {warning}", file=sys.stderr)
     if comparison is not None:
@@ -166,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         written = run(args, argv)
-    except (CriterionError, registry.RegistryError, history.HistoryError) as error:
+    except (CriterionError, registry.RegistryError, history.HistoryError, readme.ReadmeError) as error:
         print(f"bench_snapshot: error: {error}", file=sys.stderr)
         return 2
     for path in written:

@@ -1,0 +1,149 @@
+"""The README's generated result tables.
+
+Owns the blocks of README.md between `<!-- results:<name>:begin -->` and
+`<!-- results:<name>:end -->`: `machine` (which snapshot, which machine, the calibration
+figure) and one block per bench target (`hotpath`, `repo`, `segment`, `store`, ...) with
+
+- a pivot table per compared group (tiers down, implementations across in units.toml's
+  `compare` order, each cell the median, the throughput when there is one, and the ratio to
+  the best cell of its tier, the best in bold);
+- the latency percentiles of the concurrent-caller rows;
+- every other row of the target (single-implementation groups, adjacent probes).
+
+The prose around the blocks is hand-written and quotes these tables.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any
+
+from . import humanize
+from .compare import CALIBRATION_ID
+from .criterion import tier_sort_key
+from .registry import Group
+from .report import cell, table
+
+Results = dict[str, dict[str, Any]]
+
+MARKER = re.compile(r"<!-- results:(?P<name>[a-z0-9_-]+):begin -->\n.*?<!-- results:(?P=name):end -->", re.S)
+
+
+class ReadmeError(Exception):
+    """The README lacks a block the snapshot needs, or has one nobody fills."""
+
+
+def _rate(result: dict[str, Any]) -> str | None:
+    if not result.get("throughput") or result.get("throughput_per_sec") is None:
+        return None
+    return humanize.rate(result["throughput_per_sec"], result["throughput"]["kind"])
+
+
+def machine_block(snapshot: dict[str, Any], file_name: str) -> list[str]:
+    """Which snapshot the tables come from and how fast its machine was."""
+    cpu = snapshot.get("cpu", {})
+    calibration = snapshot["results"].get(CALIBRATION_ID)
+    speed = (
+        f"`{CALIBRATION_ID}` = {humanize.duration(calibration['median_ns'])}"
+        f" ({_rate(calibration) or '—'})"
+        if calibration
+        else f"no `{CALIBRATION_ID}` row"
+    )
+    return [
+        f"Generated from `bench-history/{file_name}` ({snapshot.get('created', '?')}, commit "
+        f"`{str(snapshot.get('git', {}).get('commit') or '?')[:12]}`): {cpu.get('model', '?')}, "
+        f"{cpu.get('cores', '?')} cores; calibration {speed}.",
+    ]
+
+
+def _pivot(group: Group, ids: list[str], results: Results) -> list[str]:
+    present = {results[i]["implementation"] for i in ids}
+    columns = [c for c in group.compare if c in present]
+    by_tier: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for full_id in ids:
+        result = results[full_id]
+        by_tier[result["tier"]][result["implementation"]] = result
+    rows = []
+    for tier in sorted(by_tier, key=tier_sort_key):
+        cells = by_tier[tier]
+        best = min(r["median_ns"] for r in cells.values())
+        row = [tier or "—"]
+        for column in columns:
+            result = cells.get(column)
+            if result is None:
+                row.append("—")
+                continue
+            text = humanize.duration(result["median_ns"])
+            rate = _rate(result)
+            if rate is not None:
+                text += f", {rate}"
+            ratio = result["median_ns"] / best if best > 0 else 1.0
+            text += f" ({humanize.ratio(ratio)})"
+            row.append(f"**{text}**" if result["median_ns"] == best else text)
+        rows.append(row)
+    return [f"`{group.name}`: {cell(group.unit)}", ""] + table(["tier"] + columns, rows) + [""]
+
+
+def target_block(results: Results, registry: dict[str, Group], target: str) -> list[str]:
+    """The tables of one bench target's results."""
+    mine = {i: r for i, r in results.items() if registry.get(r["group"]) and registry[r["group"]].target == target}
+    compared: dict[str, list[str]] = defaultdict(list)
+    for full_id, result in mine.items():
+        if result["role"] == "compare" and not result.get("latency"):
+            compared[result["group"]].append(full_id)
+    lines: list[str] = []
+    pivoted: set[str] = set()
+    for name in sorted(compared):
+        implementations = {mine[i]["implementation"] for i in compared[name]}
+        if len(implementations) >= 2:
+            lines += _pivot(registry[name], compared[name], mine)
+            pivoted.update(compared[name])
+    latency_rows = [
+        [
+            f"`{i}`",
+            humanize.count(r["latency"]["ops_per_sec"]),
+            *(humanize.duration(r["latency"][f]) for f in ("p50_ns", "p95_ns", "p99_ns")),
+        ]
+        for i, r in sorted(mine.items())
+        if r.get("latency")
+    ]
+    if latency_rows:
+        lines += ["Concurrent callers (latency per operation):", ""]
+        lines += table(["id", "ops/s", "p50", "p95", "p99"], latency_rows) + [""]
+    other_rows = [
+        [f"`{i}`", humanize.duration(r["median_ns"]), _rate(r) or "—"]
+        for i, r in sorted(mine.items())
+        if i not in pivoted and not r.get("latency")
+    ]
+    if other_rows:
+        lines += table(["id", "median", "throughput"], other_rows) + [""]
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def blocks(snapshot: dict[str, Any], file_name: str, registry: dict[str, Group]) -> dict[str, list[str]]:
+    """Every generated block, keyed by marker name."""
+    targets = sorted({g.target for g in registry.values() if g.target != "*"})
+    generated = {"machine": machine_block(snapshot, file_name)}
+    for target in targets:
+        generated[target] = target_block(snapshot["results"], registry, target)
+    return generated
+
+
+def splice(readme: str, generated: dict[str, list[str]]) -> str:
+    """`readme` with each marked block's body replaced; a block without markers, or markers
+    without a block, is an error (the README would silently go stale)."""
+    found = {m.group("name") for m in MARKER.finditer(readme)}
+    missing = sorted(n for n, body in generated.items() if body and n not in found)
+    if missing:
+        raise ReadmeError(f"README has no results block for: {', '.join(missing)}")
+    unknown = sorted(found - set(generated))
+    if unknown:
+        raise ReadmeError(f"README has results blocks nothing generates: {', '.join(unknown)}")
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group("name")
+        body = "\n".join(generated[name])
+        return f"<!-- results:{name}:begin -->\n{body}\n<!-- results:{name}:end -->"
+
+    return MARKER.sub(replace, readme)

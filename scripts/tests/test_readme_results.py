@@ -1,0 +1,111 @@
+"""Tests of scripts/readme_results.py and the README blocks bench_snapshot.py regenerates.
+
+Run from the repository root (Python 3.11, standard library only):
+
+    python3 -m unittest discover -s scripts/tests -t scripts
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import tempfile
+import unittest
+from pathlib import Path
+
+import readme_results
+
+from .helpers import T1, T2, make_root, md_row, run_snapshot, stamp_of, write_json
+from .test_bench_charts import latency_sidecar
+
+README = """# demo
+
+intro prose stays
+
+<!-- results:machine:begin -->
+stale machine line
+<!-- results:machine:end -->
+
+## hotpath
+
+<!-- results:hotpath:begin -->
+stale hotpath table
+<!-- results:hotpath:end -->
+
+prose between blocks stays
+
+<!-- results:store:begin -->
+<!-- results:store:end -->
+"""
+
+
+def run_readme(root: Path, *extra: str) -> tuple[int, str, str]:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        status = readme_results.main(["--root", str(root), *extra])
+    return status, stdout.getvalue(), stderr.getvalue()
+
+
+class ReadmeBlocks(unittest.TestCase):
+    def setUp(self) -> None:
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = make_root(Path(self.tmp.name))
+        (self.root / "README.md").write_text(README)
+        latency_dir = self.root / "target" / "atbench" / "latency"
+        write_json(latency_dir / "open.json", latency_sidecar("store.open/ours.nosync", 1, 120))
+
+    def tearDown(self) -> None:
+        self.tmp.cleanup()
+
+    def test_snapshot_regenerates_the_blocks_and_keeps_the_prose(self) -> None:
+        status, stdout, stderr = run_snapshot(self.root, "run-a", "first", T1)
+        self.assertEqual(status, 0, stderr)
+        self.assertIn("README.md", stdout)
+        text = (self.root / "README.md").read_text()
+        self.assertIn("intro prose stays", text)
+        self.assertIn("prose between blocks stays", text)
+        self.assertNotIn("stale", text)
+        self.assertIn(f"bench-{stamp_of(T1)}.json", text)
+        self.assertIn("calibration `calibrate.cpu/fixed/1MiB` =", text)
+        # A compared group with two implementations becomes a pivot: tiers down, in
+        # units.toml's compare order across, the best cell of each tier in bold.
+        self.assertIn("| tier | bitwise | table |", text)
+        row = md_row(text, "64B")
+        bitwise, table = row.split(" | ")[1:3]
+        self.assertTrue(bitwise.startswith("**") and "(1.00x)" in bitwise, row)
+        self.assertIn("(1.02x)", table)
+        # Concurrent-caller rows get their percentiles; single-implementation rows a list.
+        self.assertIn("| `store.open/ours.nosync` |", text)
+        self.assertIn("| id | ops/s | p50 | p95 | p99 |", text)
+        self.assertIn("`store.list_records/ours/", text)
+
+    def test_check_passes_when_fresh_and_fails_when_stale(self) -> None:
+        self.assertEqual(run_snapshot(self.root, "run-a", "first", T1)[0], 0)
+        status, _, stderr = run_readme(self.root, "--check")
+        self.assertEqual(status, 0, stderr)
+        # A newer snapshot the README was not regenerated from makes it stale.
+        readme = (self.root / "README.md").read_text()
+        self.assertEqual(run_snapshot(self.root, "run-b", "second", T2)[0], 0)
+        (self.root / "README.md").write_text(readme)
+        status, _, stderr = run_readme(self.root, "--check")
+        self.assertEqual(status, 1)
+        self.assertIn("does not match", stderr)
+        self.assertEqual(run_readme(self.root)[0], 0)
+        self.assertEqual(run_readme(self.root, "--check")[0], 0)
+        self.assertIn(f"bench-{stamp_of(T2)}.json", (self.root / "README.md").read_text())
+
+    def test_a_missing_block_stops_the_snapshot_before_anything_is_written(self) -> None:
+        (self.root / "README.md").write_text(README.replace("results:store:", "results:elsewhere:"))
+        status, _, stderr = run_snapshot(self.root, "run-a", "first", T1)
+        self.assertEqual(status, 2)
+        self.assertIn("store", stderr)
+        self.assertFalse((self.root / "bench-history").exists())
+
+    def test_no_snapshot_is_an_error(self) -> None:
+        status, _, stderr = run_readme(self.root, "--check")
+        self.assertEqual(status, 2)
+        self.assertIn("no snapshot", stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
