@@ -1,14 +1,22 @@
 //! `--bench hotpath`: the data-gateway hot paths — base64, CRC-32, and the
 //! JSON <-> protobuf conversions of the convert crate.
+//!
+//! Allocator policy: before anything else the target pins glibc's trim and
+//! mmap thresholds (`mallopt`), the same for every row, so a whole-batch
+//! iteration reuses the heap its previous iteration freed instead of
+//! page-faulting it back in; see `alloc_policy.rs`. `HOTPATH_MALLOC=default`
+//! runs with glibc's defaults instead.
 
 use benches::target::{BenchTarget, Budget};
 
+mod alloc_policy;
 mod codec;
 mod convert;
 mod fixtures;
 mod json_parse;
 
 fn main() {
+    let policy = alloc_policy::apply();
     let mut target = BenchTarget::new(
         "hotpath",
         Budget {
@@ -17,6 +25,7 @@ fn main() {
             quick_min: 2.0,
         },
     );
+    eprintln!("atbench: hotpath {policy}");
     codec::run(&mut target);
     let sample = datagen::hotpath::load_sample();
     convert::run(&mut target, &sample);
