@@ -8,6 +8,7 @@ use std::hint::black_box;
 use benches::target::BenchTarget;
 use criterion::Throughput;
 use datagen::segment::{BenchPayload, bench_events};
+use datagen::segment_mix::realistic_mix;
 use segment::bench_internals::{decode_columns, decode_columns_into, encode_columns};
 use segment::{Bloom, Compressor, Decompressor, EventRef};
 
@@ -75,10 +76,13 @@ fn blocks(target: &mut BenchTarget) {
         (4096, BenchPayload::Empty),
         (4096, BenchPayload::Identical),
     ];
-    let inputs: Vec<_> = shapes
+    let mut inputs: Vec<_> = shapes
         .iter()
         .map(|&(n, p)| (format!("{n}-{}", p.name()), bench_events(n, p)))
         .collect();
+    // The realistic mix (likes, posts, reposts, follows, deletes, identity
+    // and account events; real DAG-CBOR records).
+    inputs.push(("4096-mix".to_owned(), realistic_mix(4096)));
     let mut zc = Compressor::new().expect("zstd context");
     let mut zd = Decompressor::new().expect("zstd context");
 

@@ -49,6 +49,7 @@ pub mod hotpath;
 mod json;
 pub mod manifest;
 pub mod segment;
+pub mod segment_mix;
 pub mod store;
 
 use rand::{RngCore, SeedableRng};

@@ -208,35 +208,61 @@ fn take<'a>(rest: &mut &'a [u8], n: usize) -> Result<&'a [u8]> {
     Ok(head)
 }
 
-fn u64_at(col: &[u8], i: usize) -> u64 {
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&col[i * 8..i * 8 + 8]);
-    u64::from_le_bytes(b)
+/// Kinds by byte; index 0 is never read (bytes are checked to be 1..=7 first).
+const KINDS: [Kind; 8] = [
+    Kind::Create,
+    Kind::Create,
+    Kind::Update,
+    Kind::Delete,
+    Kind::Identity,
+    Kind::Account,
+    Kind::Sync,
+    Kind::CreateResync,
+];
+
+/// The section as a `str`, and whether it is all ASCII (checked first: it
+/// is the common case and makes every byte offset a character boundary).
+fn str_of<'a>(bytes: &'a [u8], field: &'static str) -> Result<(&'a str, bool)> {
+    if bytes.is_ascii() {
+        // SAFETY: ASCII bytes are valid UTF-8 (checked just above).
+        return Ok((unsafe { std::str::from_utf8_unchecked(bytes) }, true));
+    }
+    std::str::from_utf8(bytes)
+        .map(|s| (s, false))
+        .map_err(|_| Error::InvalidUtf8(field))
 }
 
-fn u32_at(col: &[u8], i: usize) -> u32 {
-    let mut b = [0u8; 4];
-    b.copy_from_slice(&col[i * 4..i * 4 + 4]);
-    u32::from_le_bytes(b)
+/// The columns and sections of a body whose every bulk check passed:
+/// event count, column sizes, length sums equal to the section lengths,
+/// UTF-8 of each string section and every kind byte in 1..=7.
+struct Parts<'a> {
+    n: usize,
+    seq: &'a [[u8; 8]],
+    witnessed: &'a [[u8; 8]],
+    indexed: &'a [[u8; 8]],
+    kinds: &'a [u8],
+    coll_len: &'a [u8],
+    did_len: &'a [[u8; 2]],
+    rkey_len: &'a [u8],
+    rev_len: &'a [u8],
+    payload_len: &'a [[u8; 4]],
+    colls: &'a str,
+    dids: &'a str,
+    rkeys: &'a str,
+    revs: &'a str,
+    /// All four string sections are ASCII.
+    ascii: bool,
+    payloads: &'a [u8],
 }
 
-fn u16_at(col: &[u8], i: usize) -> u16 {
-    u16::from_le_bytes([col[i * 2], col[i * 2 + 1]])
+/// `n` fixed-width entries of `W` bytes off the front of `rest`.
+fn take_array<'a, const W: usize>(rest: &mut &'a [u8], n: usize) -> Result<&'a [[u8; W]]> {
+    let (col, tail) = take(rest, n * W)?.as_chunks::<W>();
+    debug_assert!(tail.is_empty());
+    Ok(col)
 }
 
-fn sum_u8(col: &[u8]) -> usize {
-    col.iter().map(|&b| b as usize).sum()
-}
-
-fn str_of<'a>(bytes: &'a [u8], field: &'static str) -> Result<&'a str> {
-    std::str::from_utf8(bytes).map_err(|_| Error::InvalidUtf8(field))
-}
-
-/// Decodes a block body into events borrowing `body`, appended to `out`
-/// (cleared first). Validates the event count, column sizes, kinds, length
-/// sums, UTF-8 of the strings and the absence of trailing bytes.
-pub fn decode_into<'a>(body: &'a [u8], out: &mut Vec<EventRef<'a>>) -> Result<()> {
-    out.clear();
+fn parse(body: &[u8]) -> Result<Parts<'_>> {
     let mut rest = body;
     let head = take(&mut rest, 4).map_err(|_| Error::Body("shorter than its event count"))?;
     let n = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
@@ -246,27 +272,31 @@ pub fn decode_into<'a>(body: &'a [u8], out: &mut Vec<EventRef<'a>>) -> Result<()
     if rest.len() / FIXED_BYTES_PER_EVENT < n {
         return Err(Error::Body("fewer than 34 bytes per event"));
     }
-    let seq = take(&mut rest, n * 8)?;
-    let witnessed = take(&mut rest, n * 8)?;
-    let indexed = take(&mut rest, n * 8)?;
+    let seq = take_array::<8>(&mut rest, n)?;
+    let witnessed = take_array::<8>(&mut rest, n)?;
+    let indexed = take_array::<8>(&mut rest, n)?;
     let kinds = take(&mut rest, n)?;
     let coll_len = take(&mut rest, n)?;
-    let did_len = take(&mut rest, n * 2)?;
+    let did_len = take_array::<2>(&mut rest, n)?;
     let rkey_len = take(&mut rest, n)?;
     let rev_len = take(&mut rest, n)?;
-    let payload_len = take(&mut rest, n * 4)?;
-    // Sums of at most 2^18 lengths of u8/u16: no overflow in usize; the
-    // u32 payload lengths are summed checked.
-    let coll_total = sum_u8(coll_len);
-    let did_total: usize = (0..n).map(|i| u16_at(did_len, i) as usize).sum();
-    let rkey_total = sum_u8(rkey_len);
-    let rev_total = sum_u8(rev_len);
-    let mut payload_total = 0usize;
-    for i in 0..n {
-        payload_total = payload_total
-            .checked_add(u32_at(payload_len, i) as usize)
-            .ok_or_else(|| Error::Body("payload lengths overflow"))?;
-    }
+    let payload_len = take_array::<4>(&mut rest, n)?;
+    // Bulk sums (vectorised): at most 2^18 lengths, so u8/u16 sums fit a
+    // u32 and u32 sums fit a u64 (< 2^50) without overflow.
+    let sum8 = |col: &[u8]| col.iter().map(|&b| b as u32).sum::<u32>() as usize;
+    let coll_total = sum8(coll_len);
+    let rkey_total = sum8(rkey_len);
+    let rev_total = sum8(rev_len);
+    let did_total = did_len
+        .iter()
+        .map(|b| u16::from_le_bytes(*b) as u32)
+        .sum::<u32>() as usize;
+    let payload_total = payload_len
+        .iter()
+        .map(|b| u32::from_le_bytes(*b) as u64)
+        .sum::<u64>();
+    let payload_total =
+        usize::try_from(payload_total).map_err(|_| Error::Body("payload lengths overflow"))?;
     let expected = coll_total
         .checked_add(did_total)
         .and_then(|v| v.checked_add(rkey_total))
@@ -280,55 +310,187 @@ pub fn decode_into<'a>(body: &'a [u8], out: &mut Vec<EventRef<'a>>) -> Result<()
             Error::Body("trailing bytes")
         });
     }
-    // Each string section is validated as UTF-8 once; slicing the checked
-    // `str` then rejects any piece that would split a character.
-    let colls = str_of(take(&mut rest, coll_total)?, "collection")?;
-    let dids = str_of(take(&mut rest, did_total)?, "did")?;
-    let rkeys = str_of(take(&mut rest, rkey_total)?, "rkey")?;
-    let revs = str_of(take(&mut rest, rev_total)?, "rev")?;
-    let payloads = rest;
-    let (mut co, mut d, mut rk, mut rv, mut p) = (0usize, 0usize, 0usize, 0usize, 0usize);
-    out.reserve(n);
-    for i in 0..n {
-        let kind = Kind::from_u8(kinds[i])?;
-        let (cl, dl, kl, vl) = (
-            coll_len[i] as usize,
-            u16_at(did_len, i) as usize,
-            rkey_len[i] as usize,
-            rev_len[i] as usize,
-        );
-        let pl = u32_at(payload_len, i) as usize;
-        // The sums above equal the section lengths, so these slices are in
-        // range; `get` still guards them (and the char boundaries).
-        let event = EventRef {
-            seq: u64_at(seq, i),
-            witnessed_at: u64_at(witnessed, i) as i64,
-            indexed_at: u64_at(indexed, i) as i64,
-            kind,
-            collection: colls
-                .get(co..co + cl)
-                .ok_or_else(|| Error::InvalidUtf8("collection"))?,
-            did: dids
-                .get(d..d + dl)
-                .ok_or_else(|| Error::InvalidUtf8("did"))?,
-            rkey: rkeys
-                .get(rk..rk + kl)
-                .ok_or_else(|| Error::InvalidUtf8("rkey"))?,
-            rev: revs
-                .get(rv..rv + vl)
-                .ok_or_else(|| Error::InvalidUtf8("rev"))?,
-            payload: payloads
-                .get(p..p + pl)
-                .ok_or_else(|| Error::Body("payload out of range"))?,
-        };
-        out.push(event);
-        co += cl;
-        d += dl;
-        rk += kl;
-        rv += vl;
-        p += pl;
+    // Each string section is validated as UTF-8 once (ASCII at SIMD
+    // speed); slicing the checked `str` per event then rejects any piece
+    // that would split a character.
+    let (colls, a1) = str_of(take(&mut rest, coll_total)?, "collection")?;
+    let (dids, a2) = str_of(take(&mut rest, did_total)?, "did")?;
+    let (rkeys, a3) = str_of(take(&mut rest, rkey_total)?, "rkey")?;
+    let (revs, a4) = str_of(take(&mut rest, rev_total)?, "rev")?;
+    // Kinds in bulk: one vectorised pass, then a lookup per event.
+    if !kinds.iter().all(|&k| k.wrapping_sub(1) < 7) {
+        let bad = kinds
+            .iter()
+            .copied()
+            .find(|&k| k.wrapping_sub(1) >= 7)
+            .unwrap_or_default();
+        return Err(Error::InvalidKind(bad));
     }
-    Ok(())
+    Ok(Parts {
+        n,
+        seq,
+        witnessed,
+        indexed,
+        kinds,
+        coll_len,
+        did_len,
+        rkey_len,
+        rev_len,
+        payload_len,
+        colls,
+        dids,
+        rkeys,
+        revs,
+        ascii: a1 && a2 && a3 && a4,
+        payloads: rest,
+    })
+}
+
+/// A checked string section, split event by event.
+trait Section<'a> {
+    /// Splits the next `len` bytes off; `None` if they run past the
+    /// section or split a character.
+    fn split(&mut self, len: usize) -> Option<&'a str>;
+}
+
+/// Any UTF-8 section: each split checks the character boundary.
+struct Utf8<'a>(&'a str);
+
+impl<'a> Section<'a> for Utf8<'a> {
+    #[inline(always)]
+    fn split(&mut self, len: usize) -> Option<&'a str> {
+        let (head, tail) = self.0.split_at_checked(len)?;
+        self.0 = tail;
+        Some(head)
+    }
+}
+
+/// An all-ASCII section: every byte offset is a character boundary, so a
+/// split is a length check only.
+struct Ascii<'a>(&'a [u8]);
+
+impl<'a> Section<'a> for Ascii<'a> {
+    #[inline(always)]
+    fn split(&mut self, len: usize) -> Option<&'a str> {
+        let (head, tail) = self.0.split_at_checked(len)?;
+        self.0 = tail;
+        // SAFETY: `Ascii` is only built over sections `parse` found to be
+        // all ASCII (`Parts::ascii`); any piece of ASCII is valid UTF-8.
+        Some(unsafe { std::str::from_utf8_unchecked(head) })
+    }
+}
+
+/// Decodes a block body into events borrowing `body`, appended to `out`
+/// (cleared first). Validates the event count, column sizes, kinds, length
+/// sums, UTF-8 of the strings and the absence of trailing bytes.
+pub fn decode_into<'a>(body: &'a [u8], out: &mut Vec<EventRef<'a>>) -> Result<()> {
+    out.clear();
+    let p = parse(body)?;
+    let sections = (p.colls, p.dids, p.rkeys, p.revs);
+    let failed = if p.ascii {
+        let a = |s: &'a str| Ascii(s.as_bytes());
+        fill(
+            &p,
+            (a(sections.0), a(sections.1), a(sections.2), a(sections.3)),
+            out,
+        )
+    } else {
+        let u = Utf8;
+        fill(
+            &p,
+            (u(sections.0), u(sections.1), u(sections.2), u(sections.3)),
+            out,
+        )
+    };
+    match failed {
+        None => Ok(()),
+        Some(f) => {
+            out.clear();
+            Err(match f {
+                Field::Collection => Error::InvalidUtf8("collection"),
+                Field::Did => Error::InvalidUtf8("did"),
+                Field::Rkey => Error::InvalidUtf8("rkey"),
+                Field::Rev => Error::InvalidUtf8("rev"),
+                Field::Payload => Error::Body("payload out of range"),
+            })
+        }
+    }
+}
+
+/// Appends the events of `p` to `out`; returns the first field (in event
+/// order) whose split failed. The loop stays branch-light and infallible so
+/// `extend` writes events in place (the zip is `TrustedLen`).
+fn fill<'a, S: Section<'a>>(
+    p: &Parts<'a>,
+    sections: (S, S, S, S),
+    out: &mut Vec<EventRef<'a>>,
+) -> Option<Field> {
+    let (mut colls, mut dids, mut rkeys, mut revs) = sections;
+    let mut payloads = p.payloads;
+    let mut failed: Option<Field> = None;
+    let mut fail = |f: Field| {
+        failed.get_or_insert(f);
+    };
+    out.reserve(p.n);
+    let fixed = p
+        .seq
+        .iter()
+        .zip(p.witnessed)
+        .zip(p.indexed)
+        .zip(p.kinds)
+        .zip(p.coll_len)
+        .zip(p.did_len)
+        .zip(p.rkey_len)
+        .zip(p.rev_len)
+        .zip(p.payload_len);
+    out.extend(
+        fixed.map(|((((((((seq, w), x), &k), &cl), dl), &kl), &vl), pl)| {
+            // The sums equal the section lengths, so the splits stay in
+            // range; they still guard it (and the character boundaries).
+            let mut split = |section: &mut S, len: usize, f: Field| {
+                section.split(len).unwrap_or_else(|| {
+                    fail(f);
+                    ""
+                })
+            };
+            let collection = split(&mut colls, cl as usize, Field::Collection);
+            let did = split(&mut dids, u16::from_le_bytes(*dl) as usize, Field::Did);
+            let rkey = split(&mut rkeys, kl as usize, Field::Rkey);
+            let rev = split(&mut revs, vl as usize, Field::Rev);
+            let payload = match payloads.split_at_checked(u32::from_le_bytes(*pl) as usize) {
+                Some((head, tail)) => {
+                    payloads = tail;
+                    head
+                }
+                None => {
+                    fail(Field::Payload);
+                    &[]
+                }
+            };
+            EventRef {
+                seq: u64::from_le_bytes(*seq),
+                witnessed_at: i64::from_le_bytes(*w),
+                indexed_at: i64::from_le_bytes(*x),
+                kind: KINDS[(k & 7) as usize],
+                collection,
+                did,
+                rkey,
+                rev,
+                payload,
+            }
+        }),
+    );
+    failed
+}
+
+/// A variable-length field of an event.
+#[derive(Clone, Copy)]
+enum Field {
+    Collection,
+    Did,
+    Rkey,
+    Rev,
+    Payload,
 }
 
 /// Decodes a block body into a new vector of borrowed events.
@@ -339,111 +501,5 @@ pub fn decode(body: &[u8]) -> Result<Vec<EventRef<'_>>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    fn arb_event() -> impl Strategy<Value = crate::event::Event> {
-        (
-            any::<u64>(),
-            any::<i64>(),
-            any::<i64>(),
-            1u8..=7,
-            "[a-z:.]{0,40}",
-            "[a-z.]{0,60}",
-            "[a-z0-9]{0,20}",
-            "[a-z0-9]{0,20}",
-            proptest::collection::vec(any::<u8>(), 0..300),
-        )
-            .prop_map(|(seq, w, i, k, did, collection, rkey, rev, payload)| {
-                crate::event::Event {
-                    seq,
-                    witnessed_at: w,
-                    indexed_at: i,
-                    kind: Kind::from_u8(k).unwrap(),
-                    did,
-                    collection,
-                    rkey,
-                    rev,
-                    payload,
-                }
-            })
-    }
-
-    proptest! {
-        #[test]
-        fn round_trip_both_encoders(events in proptest::collection::vec(arb_event(), 0..40)) {
-            let refs: Vec<EventRef<'_>> = events.iter().map(|e| e.as_ref()).collect();
-            let mut a = Vec::new();
-            encode_events(&refs, &mut a).unwrap();
-            let mut cols = Columns::with_capacity(4);
-            for r in &refs {
-                cols.push(r).unwrap();
-            }
-            let mut b = vec![1, 2, 3];
-            cols.encode_into(&mut b);
-            prop_assert_eq!(&a, &b);
-            prop_assert_eq!(a.len(), cols.encoded_len());
-            let back = decode(&a).unwrap();
-            prop_assert_eq!(back, refs);
-        }
-
-        #[test]
-        fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..4096)) {
-            let _ = decode(&bytes);
-        }
-
-        #[test]
-        fn truncations_and_flips_never_panic(events in proptest::collection::vec(arb_event(), 1..10), at in any::<usize>(), bit in 0u8..8) {
-            let refs: Vec<EventRef<'_>> = events.iter().map(|e| e.as_ref()).collect();
-            let mut body = Vec::new();
-            encode_events(&refs, &mut body).unwrap();
-            let cut = at % body.len();
-            prop_assert!(decode(&body[..cut]).is_err());
-            body[cut] ^= 1 << bit;
-            let _ = decode(&body);
-        }
-    }
-
-    #[test]
-    fn a_split_inside_a_character_is_rejected() {
-        let a = EventRef {
-            seq: 1,
-            witnessed_at: 1,
-            indexed_at: 0,
-            kind: Kind::Create,
-            did: "did:é",
-            collection: "",
-            rkey: "",
-            rev: "",
-            payload: &[],
-        };
-        let b = EventRef {
-            seq: 2,
-            did: "x",
-            ..a
-        };
-        let mut body = Vec::new();
-        encode_events(&[a, b], &mut body).unwrap();
-        assert!(decode(&body).is_ok());
-        // did_len of event 0 is at 4 + 2*25 + 2*2 (seq, witnessed, indexed,
-        // kind, collection_len columns before it): shorten it by one byte and
-        // lengthen event 1's, so the section stays valid but splits "é".
-        let at = 4 + 24 * 2 + 2 * 2;
-        assert_eq!(u16::from_le_bytes([body[at], body[at + 1]]), 6);
-        body[at] = 5;
-        body[at + 2] = 2;
-        assert!(matches!(decode(&body), Err(Error::InvalidUtf8("did"))));
-    }
-
-    #[test]
-    fn limits() {
-        let mut body = (MAX_BLOCK_EVENTS as u32 + 1).to_le_bytes().to_vec();
-        assert!(matches!(decode(&body), Err(Error::Body(_))));
-        body = 0u32.to_le_bytes().to_vec();
-        assert!(decode(&body).unwrap().is_empty());
-        body.push(0);
-        assert!(matches!(decode(&body), Err(Error::Body("trailing bytes"))));
-        assert!(decode(&[1, 0]).is_err());
-    }
-}
+#[path = "columns_tests.rs"]
+mod tests;

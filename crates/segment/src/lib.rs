@@ -13,7 +13,9 @@
 //! - [`backfill`]: the backfill shape over a worker pool.
 //! - [`compact`]: delete compaction.
 //! - [`reader`]: checked and unchecked opens, block reads, DID lookup.
-//! - `wire` (feature `wire`): Jetstream v1 JSON of events.
+//! - `wire` (feature `wire`): Jetstream v1 and v2 JSON of events.
+//! - `inspect` (feature `wire`): the segment inspector behind
+//!   `examples/inspect.rs` (header summary, blocks, one JSON line per event).
 //! - `replay` (feature `wire`): cold replay through a shared block cache.
 //!
 //! All integers on disk are little-endian. Every failure is a typed
@@ -27,6 +29,8 @@ pub mod error;
 pub mod event;
 pub mod format;
 mod frame;
+#[cfg(feature = "wire")]
+pub mod inspect;
 pub mod reader;
 #[cfg(feature = "wire")]
 pub mod replay;
