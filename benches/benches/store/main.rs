@@ -393,6 +393,28 @@ fn reads(target: &mut BenchTarget, fx: &Fixtures) {
             got
         },
     );
+    // Adjacent probe: the SQLite index lookup alone, without the store's
+    // writer-coherent cache (the cached rows above serve repeated keys).
+    for (coll, rkey, cid) in sampled.iter().take(64) {
+        assert_eq!(
+            store
+                .bench_current_cid_uncached(&acc10k.did, coll, rkey)
+                .expect("lookup"),
+            Some(*cid)
+        );
+    }
+    bench_callers(&mut g, "ours.uncached", "callers-1", 1, |_| {
+        let store = store.clone();
+        let (did, sampled) = (&acc10k.did, &sampled);
+        move |i: u64| {
+            let (coll, rkey, _) = &sampled[i as usize % sampled.len()];
+            black_box(
+                store
+                    .bench_current_cid_uncached(did, coll, rkey)
+                    .expect("lookup"),
+            );
+        }
+    });
     for (n, acc) in &fx.sized {
         let keys = acc.sample(1024, *n as u64);
         for (coll, rkey, cid) in keys.iter().take(64) {
@@ -490,17 +512,15 @@ fn reads(target: &mut BenchTarget, fx: &Fixtures) {
         );
     }
     let mut g = target.group("store.list_records");
+    // Ids follow the spec's table: `<index-only|full>/limit-50`, the caller
+    // count as the implementation's variant.
     for full in [false, true] {
-        let variant = if full {
-            "full.limit-50"
-        } else {
-            "index-only.limit-50"
-        };
+        let implementation = if full { "full" } else { "index-only" };
         for callers in [1usize, 10, 100] {
             bench_callers(
                 &mut g,
-                variant,
-                &format!("callers-{callers}"),
+                &format!("{implementation}.callers-{callers}"),
+                "limit-50",
                 callers,
                 |caller| {
                     let start = caller * 13;

@@ -20,6 +20,7 @@ impl Store {
     ) -> Result<i64> {
         let (did, collection, rkey) = (did.to_owned(), collection.to_owned(), rkey.to_owned());
         self.submit(move |w| {
+            w.touch(&did);
             let c = cid.to_bytes();
             w.conn
                 .prepare_cached(
@@ -39,6 +40,23 @@ impl Store {
             w.next_seq += 1;
             Ok(seq)
         })
+    }
+}
+
+impl Store {
+    #[doc(hidden)]
+    /// `current_cid` bypassing the writer-coherent cache: the SQLite index
+    /// lookup alone (the adjacent probe `store.current_cid/ours.uncached`).
+    pub fn bench_current_cid_uncached(
+        &self,
+        did: &str,
+        collection: &str,
+        rkey: &str,
+    ) -> Result<Option<repo::Cid>> {
+        repo::syntax::validate_did(did)?;
+        repo::syntax::validate_nsid(collection)?;
+        repo::syntax::validate_record_key(rkey)?;
+        self.current_cid_from_index(did, collection, rkey)
     }
 }
 

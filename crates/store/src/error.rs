@@ -89,6 +89,10 @@ pub enum StoreError {
     /// File I/O failed.
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    /// An `#account` status that is not one of atproto's, or a status on
+    /// an active account.
+    #[error("invalid account status: {0}")]
+    InvalidAccountStatus(String),
     /// The batch this write was part of failed to commit.
     #[error("write batch failed to commit: {0}")]
     BatchFailed(String),

@@ -10,7 +10,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use crate::error::Result;
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Connection PRAGMAs shared by the writer and the readers, in order.
 /// `synchronous` is set separately ([`pragmas`]).
@@ -35,6 +35,16 @@ pub fn pragmas(durable: bool) -> Vec<(&'static str, &'static str)> {
 }
 
 fn apply_pragmas(conn: &Connection, durable: bool, writer: bool) -> Result<()> {
+    // Query planner stability: plans never depend on bound values. Without
+    // it, every statement on `repo_blocks` (which has a partial index) is
+    // marked "re-prepare on bind" while SQLite checks whether the bound
+    // WHERE terms imply the index's `repo_rev IS NULL`, so each cached
+    // statement was compiled again on every execution (callgrind: half of
+    // getRecord's instructions in `sqlite3Reprepare`).
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
     for (name, value) in pragmas(durable) {
         if name == "journal_mode" && !writer {
             continue;
@@ -141,8 +151,15 @@ CREATE TABLE record_blobs (
 CREATE INDEX record_blobs_record ON record_blobs (did, record);
 "#;
 
+/// Version 2: account state for `#identity` / `#account` (`accounts.rs`).
+const V2: &str = r#"
+ALTER TABLE repo_root ADD COLUMN handle TEXT;
+ALTER TABLE repo_root ADD COLUMN active INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE repo_root ADD COLUMN status TEXT;
+"#;
+
 /// Migrations, index = version - 1.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// How long each startup stage took.
 #[derive(Debug, Clone, Default)]

@@ -1,19 +1,12 @@
-//! The writer thread: one SQLite connection, a queue, group commit.
-//!
-//! Callers validate and encode their input on their own thread, then send a
-//! [`Job`] and block on its reply. The writer takes the first queued job
-//! plus whatever else is queued (up to `max_batch`), opens one
-//! `BEGIN IMMEDIATE` transaction, runs each job inside its own `SAVEPOINT`
-//! (a failing job is rolled back alone, the others keep their writes),
-//! commits once (one WAL append, one fsync under `synchronous = FULL`),
-//! and only then answers every caller. A caller therefore never sees an
-//! acknowledgement for a write that is not committed, and concurrent
-//! writers on different accounts share one transaction.
+//! The writer thread's state and the write path: account creation, one
+//! commit's rows and `#commit` event, CAR import. The queue and group
+//! commit are in `batch.rs`; the commit's CPU half in `plan.rs`. A caller
+//! never sees an acknowledgement for a write that is not committed, and
+//! concurrent writers on different accounts share one transaction.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, SyncSender};
 
 use repo::Cid;
 use repo::car::write_car_vec;
@@ -21,62 +14,14 @@ use repo::cbor::Encoder;
 use repo::commit::UnsignedCommit;
 use repo::crypto::{Algorithm, Keypair};
 use repo::firehose::{Action, CommitEvent, Frame, RepoOp, SyncEvent};
-use repo::mst::{BlockSource, BlockSourceError, MemoryBlockStore, Mst, NodeCache, WriteOp};
+use repo::mst::{BlockSource, BlockSourceError, MemoryBlockStore, Mst, NodeCache};
 use repo::syntax::{Tid, TidGenerator};
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::cid_cache::CidCache;
 use crate::error::{Result, StoreError};
+use crate::plan::{Plan, plan_commit};
 use crate::{CommitInfo, WriteAction, WriteOutcome};
-
-/// A queued unit of work for the writer thread.
-pub(crate) trait Job: Send {
-    /// Runs inside the batch transaction (and the job's savepoint); `false`
-    /// when it failed (its error is kept for [`finish`](Job::finish)).
-    fn run(&mut self, w: &mut Writer) -> bool;
-    /// Answers the caller once the batch committed (or failed to).
-    fn finish(self: Box<Self>, committed: std::result::Result<(), String>);
-}
-
-/// A closure job with a typed answer.
-pub(crate) struct Task<T, F> {
-    f: Option<F>,
-    out: Option<Result<T>>,
-    reply: SyncSender<Result<T>>,
-}
-
-impl<T, F> Task<T, F> {
-    pub(crate) fn new(f: F, reply: SyncSender<Result<T>>) -> Self {
-        Task {
-            f: Some(f),
-            out: None,
-            reply,
-        }
-    }
-}
-
-impl<T: Send, F: FnOnce(&mut Writer) -> Result<T> + Send> Job for Task<T, F> {
-    fn run(&mut self, w: &mut Writer) -> bool {
-        let Some(f) = self.f.take() else {
-            return false;
-        };
-        let r = f(w);
-        let ok = r.is_ok();
-        self.out = Some(r);
-        ok
-    }
-
-    fn finish(self: Box<Self>, committed: std::result::Result<(), String>) {
-        let out = match (self.out, committed) {
-            (Some(Err(e)), _) => Err(e),
-            (Some(Ok(v)), Ok(())) => Ok(v),
-            (Some(Ok(_)), Err(msg)) => Err(StoreError::BatchFailed(msg)),
-            (None, Err(msg)) => Err(StoreError::BatchFailed(msg)),
-            (None, Ok(())) => Err(StoreError::BatchFailed("job did not run".into())),
-        };
-        // The caller may have gone away; nothing to do then.
-        let _ = self.reply.send(out);
-    }
-}
 
 /// A record write after caller-side validation and encoding.
 #[derive(Debug, Clone)]
@@ -101,12 +46,16 @@ pub(crate) struct Writer {
     tids: Arc<TidGenerator>,
     cache: NodeCache,
     keys: HashMap<String, Arc<Keypair>>,
+    /// The store's `current_cid` cache, and the accounts whose `records`
+    /// rows this batch changed (invalidated after it, see `cid_cache.rs`).
+    cids: Arc<CidCache>,
+    touched: Vec<String>,
 }
 
 pub(crate) const SQL_GET_BLOCK: &str = "SELECT bytes FROM repo_blocks WHERE did = ?1 AND cid = ?2";
 const SQL_ROOT: &str =
     "SELECT commit_cid, rev, data_cid, signing_key FROM repo_root WHERE did = ?1";
-const SQL_INDEX_CID: &str =
+pub(crate) const SQL_INDEX_CID: &str =
     "SELECT cid FROM records WHERE did = ?1 AND collection = ?2 AND rkey = ?3";
 const SQL_PUT_BLOCK: &str =
     "INSERT OR IGNORE INTO repo_blocks (did, cid, repo_rev, bytes) VALUES (?1, ?2, ?3, ?4)";
@@ -164,7 +113,7 @@ pub(crate) fn frame_header(kind: &str) -> Vec<u8> {
 }
 
 /// The DAG-CBOR body of a frame (the frame minus its header).
-fn frame_body(frame: &Frame<'_>, kind: &str) -> Result<Vec<u8>> {
+pub(crate) fn frame_body(frame: &Frame<'_>, kind: &str) -> Result<Vec<u8>> {
     let bytes = frame.to_vec();
     let header = frame_header(kind);
     match bytes.strip_prefix(header.as_slice()) {
@@ -214,136 +163,37 @@ pub(crate) fn read_root(conn: &Connection, did: &str) -> Result<Option<Root>> {
     }
 }
 
-/// Everything a commit computes before it writes: index checks, the MST
-/// update (read lazily through `conn`), the covering proof, the signed
-/// commit. Made by the caller on a reader snapshot (so signing and tree
-/// work run in parallel across callers) or by the writer as a fallback.
-pub(crate) struct Plan {
-    pub base_commit: Cid,
-    pub base_rev: String,
-    current: Vec<Option<Cid>>,
-    result: repo::mst::WriteResult,
-    proof_blocks: Vec<(Cid, Vec<u8>)>,
-    rev: String,
-    commit: (Cid, Vec<u8>),
-}
-
-/// Computes a [`Plan`] for `writes` on top of `root`; gives the node cache
-/// back whatever happens.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn plan_commit(
-    conn: &Connection,
-    cache: NodeCache,
-    tids: &TidGenerator,
-    did: &str,
-    root: &Root,
-    key: &Keypair,
-    writes: &[Prepared],
-    swap_commit: Option<Cid>,
-) -> (Result<Plan>, NodeCache) {
-    let mut mst = Mst::with_cache(SqlBlocks { conn, did }, root.data, cache);
-    let plan = plan_inner(conn, &mut mst, tids, did, root, key, writes, swap_commit);
-    (plan, mst.into_cache())
-}
-
-#[allow(clippy::too_many_arguments)]
-fn plan_inner(
-    conn: &Connection,
-    mst: &mut Mst<SqlBlocks<'_>>,
-    tids: &TidGenerator,
-    did: &str,
-    root: &Root,
-    key: &Keypair,
-    writes: &[Prepared],
-    swap_commit: Option<Cid>,
-) -> Result<Plan> {
-    if let Some(expected) = swap_commit
-        && expected != root.commit
-    {
-        return Err(StoreError::InvalidSwap {
-            what: "commit".into(),
-            expected: Some(expected),
-            found: Some(root.commit),
-        });
-    }
-    // Current index state and swap checks.
-    let mut current = Vec::with_capacity(writes.len());
-    let mut ops = Vec::with_capacity(writes.len());
-    {
-        let mut st = conn.prepare_cached(SQL_INDEX_CID)?;
-        for w in writes {
-            let cur: Option<Vec<u8>> = st
-                .query_row(params![did, w.collection, w.rkey], |r| r.get(0))
-                .optional()?;
-            let cur = cur.as_deref().map(cid_from_sql).transpose()?;
-            if let Some(expected) = w.swap_record
-                && expected != cur
-            {
-                return Err(StoreError::InvalidSwap {
-                    what: w.path.clone(),
-                    expected,
-                    found: cur,
-                });
-            }
-            match (w.action, cur) {
-                (WriteAction::Create, Some(_)) => {
-                    return Err(StoreError::RecordExists(w.path.clone()));
-                }
-                (WriteAction::Delete, None) => {
-                    return Err(StoreError::RecordNotFound(w.path.clone()));
-                }
-                _ => {}
-            }
-            current.push(cur);
-            ops.push(match &w.block {
-                Some((cid, _)) => WriteOp::Put {
-                    key: w.path.clone(),
-                    cid: *cid,
-                },
-                None => WriteOp::Delete {
-                    key: w.path.clone(),
-                },
-            });
-        }
-    }
-    // Lazy MST update: only the nodes on the touched paths are read.
-    let result = mst.apply(&ops)?;
-    let mut proof_blocks = Vec::with_capacity(result.proof.len());
-    for cid in &result.proof {
-        if !result.commit.new_blocks.iter().any(|b| b.0 == *cid) {
-            proof_blocks.push((*cid, mst.node_bytes(cid)?));
-        }
-    }
-    for (prev, cur) in result.previous.iter().zip(&current) {
-        if prev != cur {
-            return Err(StoreError::Corrupt(format!(
-                "{did}: MST and record index disagree ({prev:?} vs {cur:?})"
-            )));
-        }
-    }
-    let prev_tid = Tid::parse(&root.rev)?;
-    let rev = tids.next_after(prev_tid).to_string();
-    let rev_tid = Tid::parse(&rev)?;
-    let signed = UnsignedCommit::new(did, result.commit.root, rev_tid).sign(key);
-    Ok(Plan {
-        base_commit: root.commit,
-        base_rev: root.rev.clone(),
-        current,
-        result,
-        proof_blocks,
-        rev,
-        commit: signed.to_block(),
-    })
-}
-
 impl Writer {
-    pub(crate) fn new(conn: Connection, next_seq: i64, tids: Arc<TidGenerator>) -> Self {
+    pub(crate) fn new(
+        conn: Connection,
+        next_seq: i64,
+        tids: Arc<TidGenerator>,
+        cids: Arc<CidCache>,
+    ) -> Self {
         Writer {
             conn,
             next_seq,
             tids,
             cache: NodeCache::new(1 << 16),
             keys: HashMap::new(),
+            cids,
+            touched: Vec::new(),
+        }
+    }
+
+    /// Forgets the cached `current_cid` answers of the accounts this batch
+    /// touched (after its COMMIT or failure, before its callers hear back).
+    pub(crate) fn invalidate_touched(&mut self) {
+        self.cids
+            .invalidate(self.touched.iter().map(String::as_str));
+        self.touched.clear();
+    }
+
+    /// Notes that this batch changes `did`'s `records` rows (call before
+    /// writing them).
+    pub(crate) fn touch(&mut self, did: &str) {
+        if !self.touched.iter().any(|d| d == did) {
+            self.touched.push(did.to_owned());
         }
     }
 
@@ -376,7 +226,7 @@ impl Writer {
         Ok(())
     }
 
-    fn put_event(&mut self, did: &str, kind: &str, body: &[u8]) -> Result<()> {
+    pub(crate) fn put_event(&mut self, did: &str, kind: &str, body: &[u8]) -> Result<()> {
         let seq = self.next_seq;
         self.conn
             .prepare_cached(SQL_PUT_EVENT)?
@@ -429,6 +279,10 @@ impl Writer {
             "INSERT INTO repo_root (did, commit_cid, rev, data_cid, signing_key) VALUES (?1, ?2, ?3, ?4, ?5)",
         )?
         .execute(params![did, &ccid.to_bytes()[..], rev, &c.root.to_bytes()[..], &secret[..]])?;
+        // A new account announces itself as the reference PDS does:
+        // #identity (no handle yet), #account (active), then #sync.
+        self.identity_event(did, None)?;
+        self.account_event(did, true, None)?;
         let seq = self.sync_event(did, &ccid, &cbytes, &rev)?;
         self.conn.prepare_cached(SQL_PUT_COMMIT)?.execute(params![
             did,
@@ -498,6 +352,7 @@ impl Writer {
             commit: (ccid, cbytes),
             ..
         } = plan;
+        self.touch(did);
         // Blocks in.
         for (cid, bytes) in &result.commit.new_blocks {
             self.put_block(did, cid, Some(&rev), bytes)?;
@@ -628,6 +483,7 @@ impl Writer {
     /// emits `#sync`.
     pub(crate) fn import(&mut self, imp: &crate::import::Verified) -> Result<CommitInfo> {
         let did = imp.did.as_str();
+        self.touch(did);
         for sql in [
             "DELETE FROM repo_blocks WHERE did = ?1",
             "DELETE FROM records WHERE did = ?1",
@@ -680,60 +536,5 @@ impl Writer {
             seq,
             results: Vec::new(),
         })
-    }
-}
-
-/// The writer thread's loop: batches, savepoints, one commit per batch.
-pub(crate) fn run(mut w: Writer, rx: Receiver<Box<dyn Job>>, max_batch: usize) {
-    while let Ok(first) = rx.recv() {
-        let mut batch = vec![first];
-        while batch.len() < max_batch {
-            match rx.try_recv() {
-                Ok(j) => batch.push(j),
-                Err(_) => break,
-            }
-        }
-        let outcome = run_batch(&mut w, &mut batch);
-        if outcome.is_err() {
-            // The database did not take the batch: recover the sequence.
-            if let Ok(n) = crate::schema::next_seq(&w.conn) {
-                w.next_seq = n;
-            }
-        }
-        for job in batch {
-            job.finish(outcome.clone());
-        }
-    }
-}
-
-fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(sql)?.execute([]).map(|_| ())
-}
-
-fn run_batch(w: &mut Writer, batch: &mut [Box<dyn Job>]) -> std::result::Result<(), String> {
-    exec(&w.conn, "BEGIN IMMEDIATE").map_err(|e| e.to_string())?;
-    for job in batch.iter_mut() {
-        let seq_before = w.next_seq;
-        let step = (|| -> rusqlite::Result<()> {
-            exec(&w.conn, "SAVEPOINT job")?;
-            if job.run(w) {
-                exec(&w.conn, "RELEASE job")
-            } else {
-                w.next_seq = seq_before;
-                exec(&w.conn, "ROLLBACK TO job")?;
-                exec(&w.conn, "RELEASE job")
-            }
-        })();
-        if let Err(e) = step {
-            let _ = w.conn.execute_batch("ROLLBACK");
-            return Err(e.to_string());
-        }
-    }
-    match exec(&w.conn, "COMMIT") {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = w.conn.execute_batch("ROLLBACK");
-            Err(e.to_string())
-        }
     }
 }

@@ -1,12 +1,12 @@
-//! `atstore` against the real repository CAR vendored by the repo crate
-//! (`crates/repo/tests/corpus/`, MIT / Apache-2.0, see its README).
+//! `atstore` against a real repository CAR vendored into this crate
+//! (`tests/corpus/`, MIT / Apache-2.0, see its README).
 
 use std::path::PathBuf;
 use std::process::Command;
 
 fn corpus(name: &str) -> PathBuf {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../repo/tests/corpus")
+        .join("tests/corpus")
         .join(name);
     assert!(p.exists(), "corpus file missing: {}", p.display());
     p

@@ -137,6 +137,7 @@ fn killed_writer_loses_no_acknowledged_write() {
         assert!(total >= acked.len());
         let (events, commits) = verify_all_events(&store);
         assert_eq!(commits, total, "every record came from one commit");
-        assert_eq!(events, total + ACCOUNTS as usize);
+        // Per account: #identity, #account, #sync at creation.
+        assert_eq!(events, total + 3 * ACCOUNTS as usize);
     }
 }

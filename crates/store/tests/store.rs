@@ -64,8 +64,9 @@ fn writes_verify_and_mst_matches_index() {
     assert_eq!(store.check_repo(did).unwrap(), 1 + 60 - 2);
     assert_eq!(store.check_repo(&dids[1]).unwrap(), 1);
     let (events, commits) = verify_all_events(&store);
-    assert_eq!(events, 2 + 1 + 40 + 1 + 1 + 1);
-    assert_eq!(commits, events - 2);
+    // Two accounts: #identity, #account and #sync each.
+    assert_eq!(events, 6 + 1 + 40 + 1 + 1 + 1);
+    assert_eq!(commits, events - 6);
 }
 
 #[test]
@@ -293,7 +294,7 @@ fn concurrent_swap_commit_never_loses_an_update() {
     let (events, commits) = verify_all_events(&store);
     assert_eq!(
         (events, commits),
-        (1 + (threads * per) as usize, (threads * per) as usize)
+        (3 + (threads * per) as usize, (threads * per) as usize)
     );
 }
 
@@ -318,7 +319,7 @@ fn group_commit_across_accounts() {
         assert_eq!(store.check_repo(did).unwrap(), 6);
     }
     let (events, commits) = verify_all_events(&store);
-    assert_eq!((events, commits), (8 + 48, 48));
+    assert_eq!((events, commits), (3 * 8 + 48, 48));
 }
 
 #[test]
@@ -443,13 +444,167 @@ fn reopen_recovers_sequence_and_backfills() {
     };
     assert!(nulled > 5);
     let store = Store::open(&path, Config::default()).unwrap();
-    assert_eq!(store.startup_report().next_seq, 7);
+    // create_account: #identity, #account, #sync; then 5 commits.
+    assert_eq!(store.startup_report().next_seq, 9);
     assert_eq!(store.startup_report().backfilled, nulled);
     let r = datagen::store::post(0, 1);
     let c = store
         .create_record(&did, r.collection, None, cbor(&r.value), None)
         .unwrap();
-    assert_eq!(c.seq, 7);
+    assert_eq!(c.seq, 9);
     assert_eq!(store.check_repo(&did).unwrap(), 6);
     verify_all_events(&store);
+}
+
+#[test]
+fn identity_and_account_events_are_sequenced() {
+    use repo::firehose::Frame;
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let did = accounts(&store, 1).remove(0);
+    let kinds = |from: i64| -> Vec<String> {
+        store
+            .events_after(from, 100)
+            .unwrap()
+            .iter()
+            .map(|e| match Frame::decode(&e.frame).unwrap() {
+                Frame::Identity(i) => format!("identity {} {:?}", i.did, i.handle),
+                Frame::Account(a) => format!("account {} {} {:?}", a.did, a.active, a.status),
+                Frame::Sync(s) => format!("sync {}", s.did),
+                Frame::Commit(c) => format!("commit {}", c.repo),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    };
+    assert_eq!(
+        kinds(0),
+        [
+            format!("identity {did} None"),
+            format!("account {did} true None"),
+            format!("sync {did}"),
+        ]
+    );
+    let s1 = store.update_identity(&did, Some("alice.test")).unwrap();
+    let s2 = store
+        .set_account_status(&did, false, Some("deactivated"))
+        .unwrap();
+    assert_eq!((s1, s2), (4, 5));
+    assert_eq!(
+        kinds(3),
+        [
+            format!("identity {did} Some(\"alice.test\")"),
+            format!("account {did} false Some(\"deactivated\")"),
+        ]
+    );
+    let st = store.account_state(&did).unwrap().unwrap();
+    assert_eq!(
+        (st.handle.as_deref(), st.active, st.status.as_deref()),
+        (Some("alice.test"), false, Some("deactivated"))
+    );
+    // Bad input is typed and writes nothing.
+    assert!(store.update_identity(&did, Some("not a handle")).is_err());
+    assert!(
+        store
+            .set_account_status(&did, true, Some("deleted"))
+            .is_err()
+    );
+    assert!(
+        store
+            .set_account_status(&did, false, Some("napping"))
+            .is_err()
+    );
+    assert!(matches!(
+        store.update_identity("did:plc:unknownaccount", None),
+        Err(store::StoreError::UnknownAccount(_))
+    ));
+    assert_eq!(store.stats().unwrap().last_seq, 5);
+    store.set_account_status(&did, true, None).unwrap();
+    assert!(store.account_state(&did).unwrap().unwrap().active);
+    verify_all_events(&store);
+}
+
+#[test]
+fn current_cid_cache_follows_every_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(open(dir.path()));
+    let did = accounts(&store, 1).remove(0);
+    const COLL: &str = "app.bsky.feed.post";
+    // Cached absence, then read-your-writes through create, put, delete.
+    assert_eq!(
+        store.current_cid(&did, COLL, "3kaaaaaaaaaaa").unwrap(),
+        None
+    );
+    assert_eq!(
+        store.current_cid(&did, COLL, "3kaaaaaaaaaaa").unwrap(),
+        None
+    );
+    let body = |n: u64| cbor(&datagen::store::post(0, n).value);
+    let c = store
+        .create_record(&did, COLL, Some("3kaaaaaaaaaaa"), body(1), None)
+        .unwrap();
+    let first = c.results[0].cid;
+    assert_eq!(
+        store.current_cid(&did, COLL, "3kaaaaaaaaaaa").unwrap(),
+        first
+    );
+    let c = store
+        .put_record(&did, COLL, "3kaaaaaaaaaaa", body(2), None, None)
+        .unwrap();
+    assert_ne!(c.results[0].cid, first);
+    assert_eq!(
+        store.current_cid(&did, COLL, "3kaaaaaaaaaaa").unwrap(),
+        c.results[0].cid
+    );
+    store
+        .delete_record(&did, COLL, "3kaaaaaaaaaaa", None, None)
+        .unwrap();
+    assert_eq!(
+        store.current_cid(&did, COLL, "3kaaaaaaaaaaa").unwrap(),
+        None
+    );
+
+    // Readers hammer the key while a writer rewrites it; after each
+    // acknowledged write the value read is that write's.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let (store, did, stop) = (store.clone(), did.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    store.current_cid(&did, COLL, "3kbbbbbbbbbbb").unwrap();
+                }
+            })
+        })
+        .collect();
+    for n in 0..60 {
+        let c = store
+            .put_record(&did, COLL, "3kbbbbbbbbbbb", body(100 + n), None, None)
+            .unwrap();
+        assert_eq!(
+            store.current_cid(&did, COLL, "3kbbbbbbbbbbb").unwrap(),
+            c.results[0].cid,
+            "write {n}"
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in readers {
+        r.join().unwrap();
+    }
+    // Import replaces the repository: the cache forgets the account.
+    let mut car = Vec::new();
+    store.export_repo(&did, None, &mut car).unwrap();
+    store
+        .delete_record(&did, COLL, "3kbbbbbbbbbbb", None, None)
+        .unwrap();
+    assert_eq!(
+        store.current_cid(&did, COLL, "3kbbbbbbbbbbb").unwrap(),
+        None
+    );
+    store.import_car(&car[..], None).unwrap();
+    assert!(
+        store
+            .current_cid(&did, COLL, "3kbbbbbbbbbbb")
+            .unwrap()
+            .is_some()
+    );
 }

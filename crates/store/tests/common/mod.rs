@@ -57,6 +57,8 @@ pub fn verify_all_events(store: &Store) -> (usize, usize) {
                     commits += 1;
                 }
                 Frame::Sync(s) => assert_eq!(s.seq, ev.seq),
+                Frame::Identity(i) => assert_eq!(i.seq, ev.seq),
+                Frame::Account(a) => assert_eq!(a.seq, ev.seq),
                 other => panic!("unexpected frame {other:?}"),
             }
         }

@@ -1,0 +1,101 @@
+//! A small, fixed workload for profiling the store under callgrind:
+//!
+//! ```sh
+//! cargo build --release -p store --example profile
+//! valgrind --tool=callgrind target/release/examples/profile <mode> [n]
+//! ```
+//!
+//! `mode` is one of `current_cid`, `get_record`, `list_records`, `apply`
+//! (one caller's createRecord), `apply_delete` (a create and its delete). The fixture (one account, `PROFILE_RECORDS`
+//! records, default 2,000) is built in a temp dir before the measured loop;
+//! `n` operations follow.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use repo::crypto::{Algorithm, Keypair};
+use store::{Config, ListOptions, RecordWrite, Store};
+
+fn cbor(v: &serde_json::Value) -> Vec<u8> {
+    match repo::cbor::json::from_json_value(v) {
+        Ok(value) => repo::cbor::to_vec(&value),
+        Err(e) => panic!("datagen record is not atproto JSON: {e}"),
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let mode = args.next().unwrap_or_else(|| "current_cid".into());
+    let n: usize = args
+        .next()
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(20_000);
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(dir.path().join("p.sqlite"), Config::default())?;
+    let did = datagen::store::did(1);
+    let key = Keypair::from_bytes(Algorithm::K256, &datagen::store::signing_secret(1))?;
+    store.create_account(&did, &key)?;
+    let size: usize = std::env::var("PROFILE_RECORDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2_000);
+    let recs = datagen::store::records(1, size);
+    let mut keys = Vec::new();
+    for chunk in recs.chunks(200) {
+        let writes = chunk
+            .iter()
+            .map(|r| {
+                keys.push((r.collection, r.rkey.clone()));
+                RecordWrite::create(r.collection, Some(&r.rkey), cbor(&r.value))
+            })
+            .collect();
+        store.apply_writes(&did, writes, None)?;
+    }
+    let likes: Vec<&str> = keys
+        .iter()
+        .filter(|k| k.0 == "app.bsky.feed.like")
+        .map(|k| k.1.as_str())
+        .collect();
+    let bodies: Vec<Vec<u8>> = (0..32)
+        .map(|k| cbor(&datagen::store::post(1, k).value))
+        .collect();
+    let t = Instant::now();
+    for i in 0..n {
+        let (coll, rkey) = &keys[(i * 7919) % keys.len()];
+        match mode.as_str() {
+            "current_cid" => {
+                black_box(store.current_cid(&did, coll, rkey)?);
+            }
+            "get_record" => {
+                black_box(store.get_record(&did, coll, rkey)?);
+            }
+            "list_records" => {
+                let opts = ListOptions {
+                    limit: 50,
+                    cursor: Some(likes[50 + i % (likes.len() - 50)]),
+                    reverse: false,
+                };
+                black_box(store.list_records(&did, "app.bsky.feed.like", &opts)?);
+            }
+            "apply" => {
+                let body = bodies[i % bodies.len()].clone();
+                black_box(store.create_record(&did, "app.bsky.feed.post", None, body, None)?);
+            }
+            // The bench's size tiers: a create, then its delete.
+            "apply_delete" => {
+                let body = bodies[i % bodies.len()].clone();
+                let c = store.create_record(&did, "app.bsky.feed.post", None, body, None)?;
+                let rkey = c.results[0].uri.rsplit('/').next().unwrap_or_default();
+                store.delete_record(&did, "app.bsky.feed.post", rkey, None, None)?;
+            }
+            other => return Err(format!("unknown mode {other}").into()),
+        }
+    }
+    let el = t.elapsed();
+    eprintln!(
+        "{mode}: {n} ops in {el:.2?} ({:.0} ops/s)",
+        n as f64 / el.as_secs_f64()
+    );
+    Ok(())
+}

@@ -1,0 +1,242 @@
+//! The read path: current CID, index + block fetch, getRecord and
+//! listRecords (rendered by `render.rs`), collections, the repo root.
+//! Every read takes a pooled reader connection (WAL snapshot, never waits
+//! on the writer); statements are prepared once per connection.
+
+use repo::Cid;
+use repo::syntax::{validate_did, validate_nsid, validate_record_key};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::error::Result;
+use crate::render::render_record;
+use crate::writer::cid_from_sql;
+use crate::{ListOptions, RecordView, RepoRoot, Store};
+
+const SQL_CURRENT_CID: &str =
+    "SELECT cid FROM records WHERE did = ?1 AND collection = ?2 AND rkey = ?3";
+const SQL_RECORD: &str = "SELECT r.cid, b.bytes FROM records r JOIN repo_blocks b \
+     ON b.did = r.did AND b.cid = r.cid \
+     WHERE r.did = ?1 AND r.collection = ?2 AND r.rkey = ?3";
+
+impl Store {
+    /// The current root of `did`'s repository.
+    pub fn repo_root(&self, did: &str) -> Result<Option<RepoRoot>> {
+        validate_did(did)?;
+        let r = self.reader()?;
+        root_of(&r, did)
+    }
+
+    /// The current record CID at (did, collection, rkey), from the index
+    /// (through the writer-coherent cache of `cid_cache.rs`).
+    pub fn current_cid(&self, did: &str, collection: &str, rkey: &str) -> Result<Option<Cid>> {
+        validate_did(did)?;
+        validate_nsid(collection)?;
+        validate_record_key(rkey)?;
+        let miss = match self.cids.get(did, collection, rkey) {
+            Ok(hit) => return Ok(hit),
+            Err(miss) => miss,
+        };
+        let cid = self.current_cid_from_index(did, collection, rkey)?;
+        self.cids.insert(miss, did, collection, rkey, cid);
+        Ok(cid)
+    }
+
+    /// `current_cid` straight from the SQLite index (inputs validated).
+    pub(crate) fn current_cid_from_index(
+        &self,
+        did: &str,
+        collection: &str,
+        rkey: &str,
+    ) -> Result<Option<Cid>> {
+        let r = self.reader()?;
+        let mut st = r.prepare_cached(SQL_CURRENT_CID)?;
+        let mut rows = st.query(params![did, collection, rkey])?;
+        match rows.next()? {
+            Some(row) => Ok(Some(cid_from_sql(row.get_ref(0)?.as_blob()?)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Index row plus block bytes (no decode).
+    pub fn record_block(
+        &self,
+        did: &str,
+        collection: &str,
+        rkey: &str,
+    ) -> Result<Option<(Cid, Vec<u8>)>> {
+        validate_did(did)?;
+        validate_nsid(collection)?;
+        validate_record_key(rkey)?;
+        let r = self.reader()?;
+        let mut st = r.prepare_cached(SQL_RECORD)?;
+        let mut rows = st.query(params![did, collection, rkey])?;
+        match rows.next()? {
+            Some(row) => Ok(Some((
+                cid_from_sql(row.get_ref(0)?.as_blob()?)?,
+                row.get_ref(1)?.as_blob()?.to_vec(),
+            ))),
+            None => Ok(None),
+        }
+    }
+
+    /// getRecord: the record as atproto JSON.
+    pub fn get_record(
+        &self,
+        did: &str,
+        collection: &str,
+        rkey: &str,
+    ) -> Result<Option<RecordView>> {
+        validate_did(did)?;
+        validate_nsid(collection)?;
+        validate_record_key(rkey)?;
+        let r = self.reader()?;
+        let mut st = r.prepare_cached(SQL_RECORD)?;
+        let mut rows = st.query(params![did, collection, rkey])?;
+        match rows.next()? {
+            Some(row) => {
+                let cid = cid_from_sql(row.get_ref(0)?.as_blob()?)?;
+                let json = render_record(did, collection, rkey, &cid, row.get_ref(1)?.as_blob()?)?;
+                Ok(Some(RecordView {
+                    rkey: rkey.to_owned(),
+                    cid,
+                    json,
+                }))
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn list_sql(full: bool, cursor: bool, reverse: bool) -> &'static str {
+        match (full, cursor, reverse) {
+            (false, false, false) => {
+                "SELECT rkey, cid FROM records WHERE did = ?1 AND collection = ?2 ORDER BY rkey DESC LIMIT ?3"
+            }
+            (false, false, true) => {
+                "SELECT rkey, cid FROM records WHERE did = ?1 AND collection = ?2 ORDER BY rkey ASC LIMIT ?3"
+            }
+            (false, true, false) => {
+                "SELECT rkey, cid FROM records WHERE did = ?1 AND collection = ?2 AND rkey < ?4 ORDER BY rkey DESC LIMIT ?3"
+            }
+            (false, true, true) => {
+                "SELECT rkey, cid FROM records WHERE did = ?1 AND collection = ?2 AND rkey > ?4 ORDER BY rkey ASC LIMIT ?3"
+            }
+            (true, false, false) => {
+                "SELECT r.rkey, r.cid, b.bytes FROM records r JOIN repo_blocks b ON b.did = r.did AND b.cid = r.cid WHERE r.did = ?1 AND r.collection = ?2 ORDER BY r.rkey DESC LIMIT ?3"
+            }
+            (true, false, true) => {
+                "SELECT r.rkey, r.cid, b.bytes FROM records r JOIN repo_blocks b ON b.did = r.did AND b.cid = r.cid WHERE r.did = ?1 AND r.collection = ?2 ORDER BY r.rkey ASC LIMIT ?3"
+            }
+            (true, true, false) => {
+                "SELECT r.rkey, r.cid, b.bytes FROM records r JOIN repo_blocks b ON b.did = r.did AND b.cid = r.cid WHERE r.did = ?1 AND r.collection = ?2 AND r.rkey < ?4 ORDER BY r.rkey DESC LIMIT ?3"
+            }
+            (true, true, true) => {
+                "SELECT r.rkey, r.cid, b.bytes FROM records r JOIN repo_blocks b ON b.did = r.did AND b.cid = r.cid WHERE r.did = ?1 AND r.collection = ?2 AND r.rkey > ?4 ORDER BY r.rkey ASC LIMIT ?3"
+            }
+        }
+    }
+
+    fn list_check(did: &str, collection: &str, opts: &ListOptions<'_>) -> Result<i64> {
+        validate_did(did)?;
+        validate_nsid(collection)?;
+        if let Some(c) = opts.cursor {
+            validate_record_key(c)?;
+        }
+        Ok(match opts.limit {
+            0 => 50,
+            n => n.min(100) as i64,
+        })
+    }
+
+    /// listRecords, index only: `(rkey, cid)` of one page.
+    pub fn list_record_cids(
+        &self,
+        did: &str,
+        collection: &str,
+        opts: &ListOptions<'_>,
+    ) -> Result<Vec<(String, Cid)>> {
+        let limit = Self::list_check(did, collection, opts)?;
+        let r = self.reader()?;
+        let mut st =
+            r.prepare_cached(Self::list_sql(false, opts.cursor.is_some(), opts.reverse))?;
+        let mut rows = match opts.cursor {
+            Some(c) => st.query(params![did, collection, limit, c])?,
+            None => st.query(params![did, collection, limit])?,
+        };
+        let mut out = Vec::with_capacity(limit as usize);
+        while let Some(row) = rows.next()? {
+            out.push((
+                row.get_ref(0)?.as_str()?.to_owned(),
+                cid_from_sql(row.get_ref(1)?.as_blob()?)?,
+            ));
+        }
+        Ok(out)
+    }
+
+    /// listRecords, full: one page rendered to atproto JSON.
+    pub fn list_records(
+        &self,
+        did: &str,
+        collection: &str,
+        opts: &ListOptions<'_>,
+    ) -> Result<Vec<RecordView>> {
+        let limit = Self::list_check(did, collection, opts)?;
+        let r = self.reader()?;
+        let mut st = r.prepare_cached(Self::list_sql(true, opts.cursor.is_some(), opts.reverse))?;
+        let mut rows = match opts.cursor {
+            Some(c) => st.query(params![did, collection, limit, c])?,
+            None => st.query(params![did, collection, limit])?,
+        };
+        let mut out = Vec::with_capacity(limit as usize);
+        while let Some(row) = rows.next()? {
+            let rkey = row.get_ref(0)?.as_str()?;
+            let cid = cid_from_sql(row.get_ref(1)?.as_blob()?)?;
+            let json = render_record(did, collection, rkey, &cid, row.get_ref(2)?.as_blob()?)?;
+            out.push(RecordView {
+                rkey: rkey.to_owned(),
+                cid,
+                json,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The collections of `did` that hold records.
+    pub fn collections(&self, did: &str) -> Result<Vec<String>> {
+        validate_did(did)?;
+        let r = self.reader()?;
+        let mut out = Vec::new();
+        let mut st = r.prepare_cached(
+            "SELECT collection FROM records WHERE did = ?1 AND collection > ?2 ORDER BY collection LIMIT 1",
+        )?;
+        let mut last = String::new();
+        while let Some(c) = st
+            .query_row(params![did, last], |r| r.get::<_, String>(0))
+            .optional()?
+        {
+            out.push(c.clone());
+            last = c;
+        }
+        Ok(out)
+    }
+}
+
+pub(crate) fn root_of(conn: &Connection, did: &str) -> Result<Option<RepoRoot>> {
+    let row = conn
+        .prepare_cached("SELECT commit_cid, rev, data_cid FROM repo_root WHERE did = ?1")?
+        .query_row([did], |r| {
+            Ok((
+                r.get::<_, Vec<u8>>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Vec<u8>>(2)?,
+            ))
+        })
+        .optional()?;
+    row.map(|(c, rev, d)| {
+        Ok(RepoRoot {
+            commit: cid_from_sql(&c)?,
+            rev,
+            data: cid_from_sql(&d)?,
+        })
+    })
+    .transpose()
+}

@@ -1,0 +1,148 @@
+//! Whole-repository operations: getRepo (CAR export), the
+//! subscribeRepos catch-up, CAR import and the repository check.
+
+use std::io::Write;
+
+use repo::car::CarWriter;
+use repo::crypto::PublicKey;
+use repo::mst::Mst;
+use repo::syntax::validate_did;
+use rusqlite::params;
+
+use crate::error::{Result, StoreError};
+use crate::read::root_of;
+use crate::writer::{SqlBlocks, cid_from_sql, frame_header};
+use crate::{CommitInfo, Event, ExportInfo, Store, import};
+
+impl Store {
+    /// getRepo: streams the repository as a CAR to `out` in constant memory
+    /// (one block in flight), inside one read transaction. With `since`,
+    /// only the blocks added by revs after it.
+    pub fn export_repo<W: Write>(
+        &self,
+        did: &str,
+        since: Option<&str>,
+        out: W,
+    ) -> Result<ExportInfo> {
+        validate_did(did)?;
+        if let Some(s) = since {
+            repo::syntax::validate_tid(s)?;
+        }
+        let r = self.reader()?;
+        r.execute_batch("BEGIN")?;
+        let result = (|| {
+            let root =
+                root_of(&r, did)?.ok_or_else(|| StoreError::UnknownAccount(did.to_owned()))?;
+            let mut car = CarWriter::new(out, &[root.commit])?;
+            let mut blocks = 0u64;
+            let mut st = r.prepare_cached(
+                "SELECT cid, bytes FROM repo_blocks WHERE did = ?1 AND (?2 IS NULL OR repo_rev > ?2)",
+            )?;
+            let mut rows = st.query(params![did, since])?;
+            while let Some(row) = rows.next()? {
+                let cid = cid_from_sql(row.get_ref(0)?.as_blob()?)?;
+                car.write_block(&cid, row.get_ref(1)?.as_blob()?)?;
+                blocks += 1;
+            }
+            let bytes = car.bytes_written();
+            car.finish()?;
+            Ok(ExportInfo {
+                root: root.commit,
+                blocks,
+                bytes,
+            })
+        })();
+        let _ = r.execute_batch("COMMIT");
+        result
+    }
+
+    /// subscribeRepos catch-up: up to `limit` events after `cursor`, framed.
+    pub fn events_after(&self, cursor: i64, limit: usize) -> Result<Vec<Event>> {
+        let r = self.reader()?;
+        let mut st = r.prepare_cached(
+            "SELECT seq, kind, payload FROM seq_events WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+        )?;
+        let mut rows = st.query(params![cursor, i64::try_from(limit).unwrap_or(i64::MAX)])?;
+        let mut out = Vec::with_capacity(limit.min(4096));
+        let mut headers: Vec<(String, Vec<u8>)> = Vec::new();
+        while let Some(row) = rows.next()? {
+            let seq: i64 = row.get(0)?;
+            let kind = row.get_ref(1)?.as_str()?;
+            let body = row.get_ref(2)?.as_blob()?;
+            let header = match headers.iter().find(|h| h.0 == kind) {
+                Some(h) => &h.1,
+                None => {
+                    headers.push((kind.to_owned(), frame_header(kind)));
+                    &headers[headers.len() - 1].1
+                }
+            };
+            let mut frame = Vec::with_capacity(header.len() + body.len());
+            frame.extend_from_slice(header);
+            frame.extend_from_slice(body);
+            out.push(Event { seq, frame });
+        }
+        Ok(out)
+    }
+
+    /// Imports a repository CAR (replacing `did`'s repository if present).
+    /// Every block is checked against its CID, the MST against the
+    /// commit's `data`, and the signature when `key` is given. The account
+    /// is read-only unless it already had a signing key here.
+    pub fn import_car(
+        &self,
+        input: impl std::io::Read,
+        key: Option<&PublicKey>,
+    ) -> Result<CommitInfo> {
+        let verified = import::verify_car(input, key)?;
+        self.submit(move |w| w.import(&verified))
+    }
+
+    /// Checks `did`'s repository: the commit block decodes and names the
+    /// stored MST root, the MST is well formed and holds exactly the
+    /// indexed records. Returns the record count.
+    pub fn check_repo(&self, did: &str) -> Result<usize> {
+        validate_did(did)?;
+        let r = self.reader()?;
+        r.execute_batch("BEGIN")?;
+        let result = (|| {
+            let root =
+                root_of(&r, did)?.ok_or_else(|| StoreError::UnknownAccount(did.to_owned()))?;
+            let src = SqlBlocks { conn: &r, did };
+            let commit_bytes = repo::mst::BlockSource::get_block(&src, &root.commit)
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?
+                .ok_or_else(|| StoreError::Corrupt("commit block missing".into()))?
+                .into_owned();
+            let commit = repo::commit::CommitRef::decode(&commit_bytes)?;
+            if commit.data != root.data || commit.rev != root.rev || commit.did != did {
+                return Err(StoreError::Corrupt(
+                    "commit block disagrees with repo_root".into(),
+                ));
+            }
+            let mut mst = Mst::load(SqlBlocks { conn: &r, did }, root.data);
+            mst.check_structure()?;
+            let entries = mst.entries()?;
+            let mut st = r.prepare(
+                "SELECT collection || '/' || rkey, cid FROM records WHERE did = ?1 ORDER BY collection, rkey",
+            )?;
+            let mut rows = st.query([did])?;
+            let mut index = Vec::new();
+            while let Some(row) = rows.next()? {
+                index.push((
+                    row.get::<_, String>(0)?,
+                    cid_from_sql(row.get_ref(1)?.as_blob()?)?,
+                ));
+            }
+            index.sort();
+            if index != entries {
+                return Err(StoreError::Corrupt(format!(
+                    "{did}: MST holds {} records, index {}",
+                    entries.len(),
+                    index.len()
+                )));
+            }
+            Ok(entries.len())
+        })();
+        let _ = r.execute_batch("COMMIT");
+        result
+    }
+}

@@ -1,0 +1,201 @@
+//! The store's public value types: options, writes, results, views.
+
+use repo::Cid;
+
+/// Store options.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `synchronous = FULL` (fsync on every commit) instead of NORMAL.
+    pub durable: bool,
+    /// Largest record (DAG-CBOR bytes).
+    pub max_record_bytes: usize,
+    /// Largest blob.
+    pub max_blob_bytes: usize,
+    /// Writes per applyWrites call.
+    pub max_writes: usize,
+    /// Jobs per group-commit transaction.
+    pub max_batch: usize,
+    /// Reader connections kept in the pool.
+    pub readers: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            durable: false,
+            max_record_bytes: 1 << 20,
+            max_blob_bytes: 5 << 20,
+            max_writes: 200,
+            max_batch: 256,
+            readers: 128,
+        }
+    }
+}
+
+/// What a write does to a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteAction {
+    /// createRecord: the path must be free.
+    Create,
+    /// putRecord: create or replace.
+    Update,
+    /// deleteRecord: the path must hold a record.
+    Delete,
+}
+
+/// One write of an applyWrites call.
+#[derive(Debug, Clone)]
+pub struct RecordWrite {
+    /// Create / update / delete.
+    pub action: WriteAction,
+    /// Collection NSID.
+    pub collection: String,
+    /// Record key (`None` on a create: a TID is generated).
+    pub rkey: Option<String>,
+    /// The record as DAG-CBOR (creates and updates).
+    pub record: Option<Vec<u8>>,
+    /// swapRecord: `Some(None)` requires the path to be empty.
+    pub swap_record: Option<Option<Cid>>,
+}
+
+impl RecordWrite {
+    /// A create with a generated or given key.
+    pub fn create(collection: &str, rkey: Option<&str>, record: Vec<u8>) -> Self {
+        RecordWrite {
+            action: WriteAction::Create,
+            collection: collection.to_owned(),
+            rkey: rkey.map(str::to_owned),
+            record: Some(record),
+            swap_record: None,
+        }
+    }
+
+    /// A put (create or replace).
+    pub fn update(collection: &str, rkey: &str, record: Vec<u8>) -> Self {
+        RecordWrite {
+            action: WriteAction::Update,
+            collection: collection.to_owned(),
+            rkey: Some(rkey.to_owned()),
+            record: Some(record),
+            swap_record: None,
+        }
+    }
+
+    /// A delete.
+    pub fn delete(collection: &str, rkey: &str) -> Self {
+        RecordWrite {
+            action: WriteAction::Delete,
+            collection: collection.to_owned(),
+            rkey: Some(rkey.to_owned()),
+            record: None,
+            swap_record: None,
+        }
+    }
+}
+
+/// One write's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteOutcome {
+    /// `at://did/collection/rkey`.
+    pub uri: String,
+    /// The record CID (None for deletes).
+    pub cid: Option<Cid>,
+}
+
+/// A committed write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitInfo {
+    /// The account.
+    pub did: String,
+    /// The new commit's CID.
+    pub commit: Cid,
+    /// Its rev.
+    pub rev: String,
+    /// The new MST root.
+    pub data: Cid,
+    /// The event's sequence number.
+    pub seq: i64,
+    /// Per write.
+    pub results: Vec<WriteOutcome>,
+}
+
+/// A repository's current root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepoRoot {
+    /// Commit CID.
+    pub commit: Cid,
+    /// Rev.
+    pub rev: String,
+    /// MST root.
+    pub data: Cid,
+}
+
+/// A record rendered for getRecord / listRecords.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordView {
+    /// Record key.
+    pub rkey: String,
+    /// Record CID.
+    pub cid: Cid,
+    /// `{"uri": ..., "cid": ..., "value": ...}` in atproto JSON.
+    pub json: String,
+}
+
+/// listRecords options.
+#[derive(Debug, Clone, Default)]
+pub struct ListOptions<'a> {
+    /// Page size (1..=100; 0 means 50).
+    pub limit: usize,
+    /// The last rkey of the previous page.
+    pub cursor: Option<&'a str>,
+    /// Ascending rkey order (default is descending, newest first).
+    pub reverse: bool,
+}
+
+/// A stored blob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blob {
+    /// MIME type.
+    pub mime: String,
+    /// Bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// One sequenced event, framed for subscribeRepos.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// Sequence number.
+    pub seq: i64,
+    /// Frame bytes (header + body).
+    pub frame: Vec<u8>,
+}
+
+/// What an export wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportInfo {
+    /// The commit named as the CAR root.
+    pub root: Cid,
+    /// Blocks written.
+    pub blocks: u64,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+/// Counts for `atstore stats`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Accounts.
+    pub accounts: u64,
+    /// Indexed records.
+    pub records: u64,
+    /// Repo blocks.
+    pub blocks: u64,
+    /// Bytes in repo blocks.
+    pub block_bytes: u64,
+    /// Events.
+    pub events: u64,
+    /// Blobs.
+    pub blobs: u64,
+    /// Last sequence number.
+    pub last_seq: i64,
+}
