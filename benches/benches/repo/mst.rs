@@ -43,6 +43,24 @@
 //! the same way (8.2-9.2 / 11.2-12.0 / 18.4-23.4 µs). From 10k to 100k
 //! (depth x1.29, node size flat) the ratio is 1.6x.
 //!
+//! Instruction counts per add (callgrind on
+//! `crates/repo/examples/profile_hot.rs add <n> 2000`, the same loop with
+//! a warm cache; valgrind hides SHA-NI, so SHA-256 runs sha2's portable
+//! code there and its count stands for the 64-byte blocks hashed): 1k
+//! 29.2 K instructions besides SHA + 151.6 K in SHA; 100k 54.6 K + 311.4 K.
+//! From 1k to 100k the work grows 1.87x (non-SHA) and 2.05x (blocks
+//! hashed) while the time grows ~2.26x: the difference is memory, since the
+//! warm cache at 100k holds 6945 decoded nodes (~5 MB of `Arc<Node>` and
+//! entry vectors, past L2) and each add walks 9 of them. Getting within 2x
+//! needs a denser cached node (e.g. its encoded bytes plus an entry offset
+//! index) rather than fewer instructions. Tried on the frame-verify path
+//! and dropped: resuming each edited node's SHA-256 from saved midstates
+//! of the original's bytes (they agree up to the first changed entry) cut
+//! the inversion's hashed blocks by a third under callgrind, but with
+//! SHA-NI at ~2 cycles/byte the per-block bookkeeping cost as much as it
+//! saved; here it would also save the same share at every tier, leaving
+//! the 1k/100k ratio where it is.
+//!
 //! `mst_build`: from an empty tree, add every key in sorted order, root
 //! computed. Sorted, because atrium-repo 0.2.0 loses keys when they arrive
 //! out of order (found while writing this bench; ours is order-independent,

@@ -1,7 +1,7 @@
 //! The narrow facade the central `benches` crate measures below the public
 //! API. Not a stable interface.
 
-use crate::firehose::{CommitEvent, VerifyError};
+use crate::firehose::{CommitEvent, CommitVerifier, VerifyError};
 
 /// Runs every check of [`verify_commit`](crate::firehose::verify_commit)
 /// except the ECDSA verification (CAR parse and block hashes, commit decode,
@@ -10,4 +10,13 @@ use crate::firehose::{CommitEvent, VerifyError};
 /// step alone with [`PublicKey::verify_digest`](crate::crypto::PublicKey::verify_digest).
 pub fn verify_commit_without_signature(ev: &CommitEvent<'_>) -> Result<[u8; 32], VerifyError> {
     crate::firehose::verify::verify_parts(ev, None)
+}
+
+/// [`verify_commit_without_signature`] on a reused [`CommitVerifier`] (what
+/// a firehose consumer verifying event after event runs).
+pub fn verify_commit_without_signature_with(
+    verifier: &mut CommitVerifier,
+    ev: &CommitEvent<'_>,
+) -> Result<[u8; 32], VerifyError> {
+    verifier.verify_parts(ev, None)
 }

@@ -295,36 +295,9 @@ pub struct CarSlice<'a> {
 impl<'a> CarSlice<'a> {
     /// Parses `bytes`; with `verify`, checks every block's hash.
     pub fn parse(bytes: &'a [u8], verify: bool) -> Result<Self, CarError> {
-        let (len, n) = varint::read(bytes).map_err(|e| err(0, CarErrorKind::Varint(e)))?;
-        if len > MAX_HEADER {
-            return Err(err(0, CarErrorKind::HeaderTooLarge(len)));
-        }
-        let body = bytes
-            .get(n..)
-            .and_then(|b| b.get(..len as usize))
-            .ok_or(err(0, CarErrorKind::Truncated))?;
-        let roots = decode_header(body).map_err(|k| err(0, k))?;
-        let mut pos = n + len as usize;
         // A firehose slice holds about ten blocks; a whole repo grows it.
         let mut blocks = Vec::with_capacity(16);
-        while pos < bytes.len() {
-            let at = pos as u64;
-            let (len, n) =
-                varint::read(&bytes[pos..]).map_err(|e| err(at, CarErrorKind::Varint(e)))?;
-            let start = pos + n;
-            let section = usize::try_from(len)
-                .ok()
-                .and_then(|l| bytes.get(start..start.checked_add(l)?))
-                .ok_or(err(at, CarErrorKind::Truncated))?;
-            let (cid, used) =
-                Cid::read_prefix(section).map_err(|e| err(at, CarErrorKind::Cid(e)))?;
-            let data = &section[used..];
-            if verify && !cid.matches(data) {
-                return Err(err(at, CarErrorKind::HashMismatch(cid)));
-            }
-            blocks.push((cid, data));
-            pos = start + section.len();
-        }
+        let roots = parse_into(bytes, verify, &mut blocks)?;
         Ok(CarSlice { roots, blocks })
     }
 
@@ -332,6 +305,43 @@ impl<'a> CarSlice<'a> {
     pub fn get(&self, cid: &Cid) -> Option<&'a [u8]> {
         self.blocks.iter().find(|b| b.0 == *cid).map(|b| b.1)
     }
+}
+
+/// [`CarSlice::parse`] into a caller's (cleared) block list, so a verifier
+/// can reuse its allocation; returns the roots.
+pub(crate) fn parse_into<'a>(
+    bytes: &'a [u8],
+    verify: bool,
+    blocks: &mut Vec<(Cid, &'a [u8])>,
+) -> Result<Vec<Cid>, CarError> {
+    blocks.clear();
+    let (len, n) = varint::read(bytes).map_err(|e| err(0, CarErrorKind::Varint(e)))?;
+    if len > MAX_HEADER {
+        return Err(err(0, CarErrorKind::HeaderTooLarge(len)));
+    }
+    let body = bytes
+        .get(n..)
+        .and_then(|b| b.get(..len as usize))
+        .ok_or_else(|| err(0, CarErrorKind::Truncated))?;
+    let roots = decode_header(body).map_err(|k| err(0, k))?;
+    let mut pos = n + len as usize;
+    while pos < bytes.len() {
+        let at = pos as u64;
+        let (len, n) = varint::read(&bytes[pos..]).map_err(|e| err(at, CarErrorKind::Varint(e)))?;
+        let start = pos + n;
+        let section = usize::try_from(len)
+            .ok()
+            .and_then(|l| bytes.get(start..start.checked_add(l)?))
+            .ok_or_else(|| err(at, CarErrorKind::Truncated))?;
+        let (cid, used) = Cid::read_prefix(section).map_err(|e| err(at, CarErrorKind::Cid(e)))?;
+        let data = &section[used..];
+        if verify && !cid.matches(data) {
+            return Err(err(at, CarErrorKind::HashMismatch(cid)));
+        }
+        blocks.push((cid, data));
+        pos = start + section.len();
+    }
+    Ok(roots)
 }
 
 /// Blocks by CID, borrowed from a parsed [`CarSlice`]; a [`BlockSource`].

@@ -1,12 +1,14 @@
 //! `com.atproto.sync.subscribeRepos` frames: a DAG-CBOR header `{op, t}`
-//! followed by a DAG-CBOR body, and verification of `#commit` events.
+//! followed by a DAG-CBOR body, and verification of `#commit` and `#sync`
+//! events.
 //!
 //! What this module owns: the borrowed event types ([`Frame`] and its
 //! bodies; strings, bytes and the CAR slice point into the frame), their
 //! strict decoding ([`Frame::decode`]) and canonical encoding
 //! ([`Frame::encode`]), and [`verify_commit`]: CAR slice hash checks,
 //! commit signature against the author's key, and MST consistency of the
-//! ops.
+//! ops; and [`verify_sync`]: the signed commit a `#sync` carries (the
+//! rules are in its docs).
 //!
 //! Choices where the spec is silent:
 //! - unknown body fields are skipped (but still checked as strict
@@ -23,10 +25,12 @@
 //!   record block in the slice unless `tooBig` is set.
 
 mod frame;
+mod sync;
 pub(crate) mod verify;
 
 pub use frame::FrameError;
-pub use verify::{KeyResolver, VerifyError, verify_commit};
+pub use sync::{SyncCommit, verify_sync};
+pub use verify::{CommitVerifier, KeyResolver, VerifyError, verify_commit};
 
 use crate::cid::Cid;
 

@@ -51,6 +51,21 @@ impl MutNode {
         }
     }
 
+    /// Decodes a stored node straight into editable form, overwriting
+    /// this one and reusing its entry list (the checks and errors of
+    /// [`Node::decode`], without the intermediate [`Node`]).
+    pub fn decode_from(&mut self, bytes: &[u8]) -> Result<(), MstError> {
+        self.left = None;
+        let left =
+            super::node::decode_into(bytes, &mut self.entries, |key, value, right| MutEntry {
+                key,
+                value,
+                right: right.map(Link::Stored),
+            })?;
+        self.left = left.map(Link::Stored);
+        Ok(())
+    }
+
     #[inline]
     pub fn search(&self, key: &[u8]) -> Result<usize, usize> {
         self.entries.binary_search_by(|e| (*e.key).cmp(key))

@@ -33,7 +33,10 @@
 //!   reports are unchanged; key characters are re-checked only for each
 //!   key's suffix (the prefix passed with the previous key);
 //! - decoded nodes are cached by CID in a [`NodeCache`] (bounded; cleared
-//!   when full) that can be carried from one [`Mst`] to the next;
+//!   when full) that can be carried from one [`Mst`] to the next; the
+//!   one-shot trees of `#commit` verification instead decode the nodes
+//!   they edit straight into editable form, into nodes recycled from the
+//!   previous event (same checks, same errors);
 //! - every descent is bounded by the layer (at most 128), so malformed or
 //!   hostile trees produce [`MstError`]s, never panics or unbounded
 //!   recursion.
@@ -50,6 +53,7 @@ mod walk;
 pub use diff::DiffEntry;
 pub use node::{Entry, Node};
 pub use source::{BlockSource, BlockSourceError, MemoryBlockStore};
+pub(crate) use tree::Scratch;
 pub use tree::{Mst, MstCommit, NodeCache, WriteOp, WriteResult};
 pub use walk::Leaves;
 

@@ -47,13 +47,8 @@ impl Node {
     /// Decodes and checks a node block (canonical CBOR, exact field set,
     /// strictly increasing valid keys, maximal prefix compression).
     pub fn decode(bytes: &[u8]) -> Result<Node, MstError> {
-        decode_inner(bytes, true).map_err(|e| match e {
-            MstError::Malformed { cid: None, reason } => MstError::Malformed {
-                cid: Some(Cid::for_dag_cbor(bytes)),
-                reason,
-            },
-            other => other,
-        })
+        let (left, entries) = decode_with(bytes, |key, value, right| Entry { key, value, right })?;
+        Ok(Node { left, entries })
     }
 
     /// The subtree in gap `i` (0 = `l`, i = right of entry i-1).
@@ -86,15 +81,66 @@ impl Node {
 
     /// The canonical block bytes and CID.
     pub fn to_block(&self) -> (Cid, Vec<u8>) {
-        let mut out = Vec::with_capacity(64 + 80 * self.entries.len());
+        // An entry with both links is ~95 bytes plus its key suffix: 128
+        // per entry covers that and a ~30-byte suffix, so encoding (which
+        // reserves 100 per entry) does not regrow the buffer.
+        let mut out = Vec::with_capacity(16 + 128 * self.entries.len());
         self.encode(&mut out);
         (Cid::for_dag_cbor(&out), out)
     }
 }
 
+/// [`Node::decode`] building each entry with `mk(key, value, right)` (so
+/// an editable node is decoded straight into its own entry type): the same
+/// checks and errors.
+#[inline]
+pub(crate) fn decode_with<E>(
+    bytes: &[u8],
+    mk: impl FnMut(Key, Cid, Option<Cid>) -> E,
+) -> Result<(Option<Cid>, Vec<E>), MstError> {
+    let mut entries = Vec::new();
+    let left = decode_into(bytes, &mut entries, mk)?;
+    Ok((left, entries))
+}
+
+/// [`decode_with`] into a caller's entry list (cleared first; its
+/// allocation is reused). Returns `l`.
+#[inline]
+pub(crate) fn decode_into<E>(
+    bytes: &[u8],
+    entries: &mut Vec<E>,
+    mk: impl FnMut(Key, Cid, Option<Cid>) -> E,
+) -> Result<Option<Cid>, MstError> {
+    decode_parts(bytes, true, entries, mk).map_err(|e| match e {
+        MstError::Malformed { cid: None, reason } => MstError::Malformed {
+            cid: Some(Cid::for_dag_cbor(bytes)),
+            reason,
+        },
+        other => other,
+    })
+}
+
+#[cfg(test)]
+fn decode_inner(bytes: &[u8], fast: bool) -> Result<Node, MstError> {
+    let mut entries = Vec::new();
+    let left = decode_parts(bytes, fast, &mut entries, |key, value, right| Entry {
+        key,
+        value,
+        right,
+    })?;
+    Ok(Node { left, entries })
+}
+
 /// `fast`: use the direct entry parser and the suffix-only key check (off
 /// only in tests, which hold the two paths to identical answers).
-fn decode_inner(bytes: &[u8], fast: bool) -> Result<Node, MstError> {
+#[inline]
+fn decode_parts<E>(
+    bytes: &[u8],
+    fast: bool,
+    entries: &mut Vec<E>,
+    mut mk: impl FnMut(Key, Cid, Option<Cid>) -> E,
+) -> Result<Option<Cid>, MstError> {
+    entries.clear();
     let cbor = |err| MstError::Decode {
         cid: Cid::for_dag_cbor(bytes),
         err,
@@ -105,7 +151,7 @@ fn decode_inner(bytes: &[u8], fast: bool) -> Result<Node, MstError> {
         return Err(shape(&mut r, cbor));
     }
     let n = r.read_list_len().map_err(cbor)?;
-    let mut entries = Vec::with_capacity(n);
+    entries.reserve(n);
     // The previous full key, on the stack: keys are at most 1024 bytes.
     let mut prev_buf = [0u8; 1024];
     let mut prev_len = 0usize;
@@ -178,18 +224,14 @@ fn decode_inner(bytes: &[u8], fast: bool) -> Result<Node, MstError> {
                 key.iter().position(|&c| c == b'/').unwrap_or(0)
             }
         };
-        entries.push(Entry {
-            key: Key::from_padded(&prev_buf, len),
-            value,
-            right,
-        });
+        entries.push(mk(Key::from_padded(&prev_buf, len), value, right));
     }
     if !r.eat(&[0x61, b'l']) {
         return Err(shape(&mut r, cbor));
     }
     let left = r.read_link_or_null().map_err(cbor)?;
     r.finish().map_err(cbor)?;
-    Ok(Node { left, entries })
+    Ok(left)
 }
 
 /// The key rules for `key` whose first `p` bytes are a prefix of a key
@@ -331,8 +373,37 @@ pub(crate) fn encode_node<'k>(
     for (key, value, right) in entries {
         let p = common_prefix_len(prev, key);
         let suffix = &key[p..];
-        // Short suffix and prefix (nearly every entry): all the heads
-        // are one or two bytes; write them in one go.
+        // Short suffix and prefix (nearly every entry): the whole entry
+        // is built on the stack and appended with one copy.
+        if suffix.len() <= SHORT_SUFFIX && p < 256 {
+            let mut b = [0u8; SHORT_ENTRY];
+            b[..3].copy_from_slice(&[0xa4, 0x61, b'k']);
+            let mut n = 3 + small_head(&mut b[3..], 0x40, suffix.len());
+            b[n..n + suffix.len()].copy_from_slice(suffix);
+            n += suffix.len();
+            b[n..n + 2].copy_from_slice(&[0x61, b'p']);
+            n += 2;
+            n += small_head(&mut b[n..], 0x00, p);
+            b[n..n + 2].copy_from_slice(&[0x61, b't']);
+            n += 2;
+            match right {
+                Some(c) => {
+                    write_link(&mut b[n..n + 41], c);
+                    n += 41;
+                }
+                None => {
+                    b[n] = 0xf6;
+                    n += 1;
+                }
+            }
+            b[n..n + 2].copy_from_slice(&[0x61, b'v']);
+            n += 2;
+            write_link(&mut b[n..n + 41], value);
+            n += 41;
+            out.extend_from_slice(&b[..n]);
+            prev = key;
+            continue;
+        }
         if suffix.len() < 256 && p < 256 {
             let mut head = [0u8; 6];
             head[..3].copy_from_slice(&[0xa4, 0x61, b'k']);
@@ -384,12 +455,25 @@ fn small_head(out: &mut [u8], m: u8, arg: usize) -> usize {
 fn push_link(out: &mut Vec<u8>, cid: &Cid) {
     // tag 42, bytes(37), 0x00, CIDv1, codec, sha2-256, 32: one copy.
     let mut b = [0u8; 41];
+    write_link(&mut b, cid);
+    out.extend_from_slice(&b);
+}
+
+/// The 41 bytes of a canonical link into `b` (exactly 41 long).
+#[inline]
+fn write_link(b: &mut [u8], cid: &Cid) {
     b[..6].copy_from_slice(&[0xd8, 0x2a, 0x58, 0x25, 0x00, 0x01]);
     b[6] = cid.codec() as u8;
     b[7..9].copy_from_slice(&[0x12, 0x20]);
-    b[9..].copy_from_slice(cid.digest());
-    out.extend_from_slice(&b);
+    b[9..41].copy_from_slice(cid.digest());
 }
+
+/// Suffixes up to this long take the one-copy entry path of
+/// [`encode_node`].
+const SHORT_SUFFIX: usize = 64;
+/// The largest such entry: `a4 61 6b`, a two-byte head, the suffix, `61
+/// 70`, a two-byte `p`, `61 74`, a link, `61 76`, a link.
+const SHORT_ENTRY: usize = 3 + 2 + SHORT_SUFFIX + 2 + 2 + 2 + 41 + 2 + 41;
 
 #[cfg(test)]
 mod tests {
@@ -412,6 +496,32 @@ mod tests {
                 .map(|(i, (k, c))| (&k[..], c, (with_links && i % 2 == 1).then_some(c))),
         );
         out
+    }
+
+    /// The one-copy entry path and the general one (suffixes past
+    /// [`SHORT_SUFFIX`], prefixes past 23 and 255) write bytes the strict
+    /// decoder takes back unchanged, on both sides of every head size.
+    #[test]
+    fn encode_round_trips_across_entry_paths() {
+        let lens = (1..=70).chain([100, 254, 255, 256, 300, 900]);
+        for len in lens {
+            let stem = format!("c/{}", "k".repeat(len));
+            let keys = [
+                stem.clone(),
+                format!("{stem}a"),
+                format!("{stem}b{}", "z".repeat(len.min(100))),
+                format!("d/{}", "q".repeat(len)),
+            ];
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            for links in [false, true] {
+                let bytes = node(&keys, links);
+                let decoded = Node::decode(&bytes).unwrap_or_else(|e| panic!("{len}: {e}"));
+                assert_eq!(decoded.entries.len(), 4);
+                let (cid, again) = decoded.to_block();
+                assert_eq!(again, bytes, "suffix length {len}");
+                assert_eq!(cid, Cid::for_dag_cbor(&bytes));
+            }
+        }
     }
 
     /// The direct entry parser and the suffix-only key check give exactly

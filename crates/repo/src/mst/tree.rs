@@ -78,6 +78,16 @@ pub(crate) struct Loader<S> {
     pub fresh: CidMap<Arc<Node>>,
     /// Stored nodes replaced by edits since the last commit.
     pub replaced: Vec<Cid>,
+    /// Emptied editable nodes to decode into (one-shot trees only; see
+    /// [`Scratch`]). Boxed because the boxes are what is reused: an opened
+    /// node goes into its [`Link`] as is.
+    #[allow(clippy::vec_box)]
+    pub pool: Vec<Box<MutNode>>,
+    /// Whether a node opened for editing that is in neither `fresh` nor
+    /// the cache goes through the cache (true) or is decoded straight into
+    /// editable form (false: a one-shot tree, as in verification, where
+    /// the stored form would never be read again).
+    pub cache_opened: bool,
 }
 
 impl<S: BlockSource> Loader<S> {
@@ -124,11 +134,23 @@ impl<S: BlockSource> Loader<S> {
     pub fn open<'l>(&mut self, link: &'l mut Link) -> Result<&'l mut MutNode, MstError> {
         if let Link::Stored(cid) = *link {
             let node = match self.fresh.remove(&cid) {
-                Some(n) => n,
-                None => self.node(&cid)?,
+                Some(n) => Box::new(MutNode::from_node(&n)),
+                None if self.cache_opened => Box::new(MutNode::from_node(&*self.node(&cid)?)),
+                None => match self.cache.map.get(&cid) {
+                    Some(n) => Box::new(MutNode::from_node(n)),
+                    None => {
+                        let bytes = self
+                            .source
+                            .get_block(&cid)?
+                            .ok_or(MstError::MissingBlock(cid))?;
+                        let mut node = self.pool.pop().unwrap_or_default();
+                        node.decode_from(&bytes)?;
+                        node
+                    }
+                },
             };
             self.replaced.push(cid);
-            *link = Link::Dirty(Box::new(MutNode::from_node(&node)));
+            *link = Link::Dirty(node);
         }
         match link {
             Link::Dirty(n) => Ok(n),
@@ -216,9 +238,43 @@ impl<S: BlockSource> Mst<S> {
                 cache,
                 fresh: CidMap::default(),
                 replaced: Vec::new(),
+                pool: Vec::new(),
+                cache_opened: true,
             },
             root: Link::Stored(root),
             layer: None,
+        }
+    }
+
+    /// A one-shot tree for verification: like
+    /// [`with_cache`](Self::with_cache) with `scratch`'s cache (cleared),
+    /// and nodes opened for editing are decoded straight into editable form
+    /// (into `scratch`'s emptied nodes, not through the cache).
+    pub(crate) fn one_shot(source: S, root: Cid, scratch: Scratch) -> Self {
+        let Scratch {
+            mut cache,
+            mut replaced,
+            pool,
+        } = scratch;
+        cache.clear();
+        replaced.clear();
+        let mut m = Mst::with_cache(source, root, cache);
+        m.ld.replaced = replaced;
+        m.ld.pool = pool;
+        m.ld.cache_opened = false;
+        m
+    }
+
+    /// Ends a [`one_shot`](Self::one_shot) tree, giving its scratch space
+    /// back: the cache, and the edited nodes emptied for reuse.
+    pub(crate) fn into_scratch(self) -> Scratch {
+        let Mst { ld, root, .. } = self;
+        let mut pool = ld.pool;
+        recycle(root, &mut pool);
+        Scratch {
+            cache: ld.cache,
+            replaced: ld.replaced,
+            pool,
         }
     }
 
@@ -281,6 +337,15 @@ impl<S: BlockSource> Mst<S> {
             Link::Stored(c) => *c,
             Link::Dirty(_) => return Err(MstError::malformed("unknown layer of edited root")),
         };
+        if !self.ld.cache_opened {
+            // A one-shot tree edits its root anyway: decode it once, in
+            // editable form, and read the layer off its first key.
+            if let Some(e) = self.ld.open(&mut self.root)?.entries.first() {
+                let l = key_height(&e.key);
+                self.layer = Some(l);
+                return Ok(l);
+            }
+        }
         let l = self.ld.layer_of(root)?;
         self.layer = Some(l);
         Ok(l)
@@ -346,6 +411,30 @@ impl<S: BlockSource> Mst<S> {
         let removed = edit::delete(&mut self.ld, &mut self.root, layer, key.as_bytes(), height)?;
         self.trim_top()?;
         Ok(removed)
+    }
+
+    /// [`delete`](Self::delete) with its lookup run only when the key is
+    /// not removed (to give the same answer or error as `delete`): the
+    /// present key, the common case, is found and removed in one descent.
+    /// An absent key may leave nodes on its path opened for editing
+    /// (re-encoded unchanged), so this is for callers that treat an absent
+    /// key as a failure (verification).
+    pub(crate) fn delete_present(&mut self, key: &str) -> Result<Option<Cid>, MstError> {
+        validate_key(key)?;
+        let height = key_height(key.as_bytes());
+        let layer = self.layer()?;
+        if height <= layer {
+            let removed =
+                edit::delete(&mut self.ld, &mut self.root, layer, key.as_bytes(), height)?;
+            if removed.is_some() {
+                self.trim_top()?;
+                return Ok(removed);
+            }
+        }
+        match self.get(key)? {
+            Some(_) if height > layer => Err(MstError::malformed("key found above the root layer")),
+            _ => Ok(None),
+        }
     }
 
     /// Drops root nodes left with no entries (the root is always at the
@@ -417,7 +506,12 @@ impl<S: BlockSource> Mst<S> {
     /// bytes are kept (for verification, where nothing will be stored).
     pub fn root(&self) -> Result<Cid, MstError> {
         let mut buf = Vec::with_capacity(1024);
-        Ok(hash_link(&self.root, &mut buf))
+        self.root_with(&mut buf)
+    }
+
+    /// [`root`](Self::root) encoding into a caller's scratch buffer.
+    pub(crate) fn root_with(&self, buf: &mut Vec<u8>) -> Result<Cid, MstError> {
+        Ok(hash_link(&self.root, buf))
     }
 
     /// Hashes every edited node; returns the new root, the node blocks to
@@ -477,6 +571,56 @@ impl<S: BlockSource> Mst<S> {
     /// The decoded node `cid`.
     pub fn node(&mut self, cid: &Cid) -> Result<Arc<Node>, MstError> {
         self.ld.node(cid)
+    }
+}
+
+/// Scratch space a one-shot tree ([`Mst::one_shot`]) borrows and gives
+/// back ([`Mst::into_scratch`]), so a verifier reuses it call after call.
+pub(crate) struct Scratch {
+    cache: NodeCache,
+    replaced: Vec<Cid>,
+    #[allow(clippy::vec_box)] // the boxes are what is reused
+    pool: Vec<Box<MutNode>>,
+}
+
+impl Scratch {
+    /// Empty scratch with this node cache.
+    pub(crate) fn new(cache: NodeCache) -> Self {
+        Scratch {
+            cache,
+            replaced: Vec::new(),
+            pool: Vec::new(),
+        }
+    }
+}
+
+/// At most this many emptied nodes are kept for reuse (a frame edits about
+/// one node per layer).
+const POOL_MAX: usize = 64;
+/// Entry lists longer than this are freed rather than kept.
+const POOL_ENTRIES_MAX: usize = 256;
+
+/// Empties every edited node under `link` into `pool` (children first);
+/// stored links and nodes past [`POOL_MAX`] are just dropped.
+#[allow(clippy::vec_box)] // the boxes are what is reused
+fn recycle(link: Link, pool: &mut Vec<Box<MutNode>>) {
+    let Link::Dirty(mut node) = link else {
+        return;
+    };
+    if let Some(l) = node.left.take() {
+        recycle(l, pool);
+    }
+    for e in node.entries.drain(..) {
+        if let Some(r) = e.right {
+            recycle(r, pool);
+        }
+    }
+    if pool.len() < POOL_MAX {
+        // An outsized node (hostile or rare) does not pin its list.
+        if node.entries.capacity() > POOL_ENTRIES_MAX {
+            node.entries = Vec::new();
+        }
+        pool.push(node);
     }
 }
 

@@ -1,0 +1,212 @@
+//! A fixed workload for instruction-count profiles (`valgrind
+//! --tool=callgrind`): the non-ECDSA part of verifying every corpus
+//! `#commit` frame, or one MST add on a warm tree of 1k / 100k keys.
+//!
+//! ```sh
+//! cargo build --release -p repo --features bench-internals --example profile_hot
+//! valgrind --tool=callgrind --toggle-collect='profile_hot::work*' \
+//!     target/release/examples/profile_hot verify 10
+//! valgrind --tool=callgrind --toggle-collect='profile_hot::work*' \
+//!     target/release/examples/profile_hot add 100000 2000
+//! ```
+//!
+//! `verify N`: N passes over the 148 frames, each decoded and checked by
+//! `bench_internals::verify_commit_without_signature_with` on one reused
+//! `CommitVerifier` (as a firehose consumer runs it); `verify-fresh N`:
+//! the same through `verify_commit_without_signature` (a fresh verifier
+//! per frame, as the free `verify_commit` does).
+//! `add SIZE N`: builds a tree of SIZE seeded keys, warms the node cache
+//! with every pool key, then N counted adds as `repo.mst_add/ours` does
+//! them (new blocks persisted into a scratch store). Only the `work_*`
+//! functions are meant to be counted; `verify` also prints the wall time
+//! per frame and the corpus's block sizes.
+//!
+//! Caveat: valgrind does not expose SHA-NI, so under callgrind sha2 runs
+//! its portable code (tens of times the instructions of SHA-NI). Read the
+//! `sha2::sha256::compress256` share as "blocks hashed", and the rest as
+//! the instructions that also run natively.
+
+use std::hint::black_box;
+use std::path::PathBuf;
+
+use repo::Cid;
+use repo::firehose::Frame;
+use repo::mst::{MemoryBlockStore, Mst, NodeCache};
+use repo::syntax::Tid;
+
+fn corpus_frames() -> Vec<Vec<u8>> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/frames.bin.zst");
+    let raw = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let raw = zstd::decode_all(&raw[..]).expect("zstd");
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos + 4 <= raw.len() {
+        let len = u32::from_le_bytes(raw[pos..pos + 4].try_into().expect("4 bytes")) as usize;
+        out.push(raw[pos + 4..pos + 4 + len].to_vec());
+        pos += 4 + len;
+    }
+    out
+}
+
+#[inline(never)]
+fn work_verify(frames: &[Vec<u8>], passes: usize, reuse: bool) -> usize {
+    use repo::bench_internals::{
+        verify_commit_without_signature, verify_commit_without_signature_with,
+    };
+    let mut verifier = repo::firehose::CommitVerifier::new();
+    let mut ok = 0;
+    for _ in 0..passes {
+        for f in frames {
+            if let Ok(Frame::Commit(c)) = Frame::decode(black_box(f)) {
+                let r = if reuse {
+                    verify_commit_without_signature_with(&mut verifier, &c)
+                } else {
+                    verify_commit_without_signature(&c)
+                };
+                ok += usize::from(r.is_ok());
+            }
+        }
+    }
+    ok
+}
+
+/// Sizes: frame bytes, CAR block bytes (all / MST nodes / records /
+/// commit), per frame on average.
+fn stats(frames: &[Vec<u8>]) {
+    use repo::car::CarSlice;
+    use repo::mst::Node;
+    let (mut fb, mut all, mut nodes, mut nn, mut blocks) = (0, 0, 0, 0, 0);
+    for f in frames {
+        let Ok(Frame::Commit(c)) = Frame::decode(f) else {
+            continue;
+        };
+        fb += f.len();
+        let car = CarSlice::parse(c.blocks, true).expect("car");
+        for (_, b) in &car.blocks {
+            all += b.len();
+            blocks += 1;
+            if Node::decode(b).is_ok() {
+                nodes += b.len();
+                nn += 1;
+            }
+        }
+    }
+    let n = frames.len() as f64;
+    println!(
+        "per frame: {:.0} frame bytes, {:.1} blocks with {:.0} bytes, of which {:.1} MST nodes with {:.0} bytes",
+        fb as f64 / n,
+        blocks as f64 / n,
+        all as f64 / n,
+        nn as f64 / n,
+        nodes as f64 / n
+    );
+}
+
+/// The bench's keys: `app.bsky.feed.post/<TID>` from an xorshift seed.
+fn keys(seed: u64, n: usize) -> Vec<String> {
+    let mut x = seed | 1;
+    let mut out: Vec<String> = (0..n)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let ts = 1_600_000_000_000_000 + x % 200_000_000_000_000;
+            format!(
+                "app.bsky.feed.post/{}",
+                Tid::from_parts(ts, (i % 1024) as u16)
+            )
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[inline(always)]
+fn run_adds(
+    store: &MemoryBlockStore,
+    root: Cid,
+    pool: &[String],
+    cache: &mut Option<NodeCache>,
+    scratch: &mut MemoryBlockStore,
+    range: std::ops::Range<usize>,
+) -> Cid {
+    let leaf = Cid::for_dag_cbor(b"atbench mst leaf");
+    let mut last = root;
+    for i in range {
+        let key = &pool[i % pool.len()];
+        let mut t = Mst::with_cache(store, root, cache.take().unwrap_or_default());
+        t.insert(black_box(key), leaf).expect("insert");
+        let c = t.commit().expect("commit");
+        scratch.clear();
+        scratch.extend(c.new_blocks);
+        *cache = Some(t.into_cache());
+        last = c.root;
+    }
+    last
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some(mode @ ("verify" | "verify-fresh")) => {
+            let passes = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(10);
+            let frames = corpus_frames();
+            let t = std::time::Instant::now();
+            let ok = work_verify(&frames, passes, mode == "verify");
+            let per = t.elapsed().as_nanos() as f64 / (passes * frames.len()) as f64;
+            println!("{ok} frame checks passed, {per:.0} ns per frame");
+            stats(&frames);
+        }
+        Some("add") => {
+            let n: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1000);
+            let adds: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(2000);
+            let pool = keys(0xadd, 4096);
+            let base: Vec<String> = keys(0xba5e + n as u64, n + n / 10)
+                .into_iter()
+                .filter(|k| pool.binary_search(k).is_err())
+                .take(n)
+                .collect();
+            let leaf = Cid::for_dag_cbor(b"atbench mst leaf");
+            let mut m = Mst::empty(MemoryBlockStore::new());
+            for k in &base {
+                m.insert(k, leaf).expect("insert");
+            }
+            let c = m.commit().expect("commit");
+            let mut store = MemoryBlockStore::new();
+            store.extend(c.new_blocks);
+            let mut cache = Some(NodeCache::default());
+            let mut scratch = MemoryBlockStore::new();
+            // Warm the cache over the whole pool (as the bench's warm-up does).
+            warm_up(&store, c.root, &pool, &mut cache, &mut scratch);
+            let r = work_add(&store, c.root, &pool, &mut cache, &mut scratch, 0..adds);
+            println!("{adds} adds on {n} keys, last root {r}");
+        }
+        _ => eprintln!("usage: profile_hot verify|verify-fresh PASSES | add SIZE ADDS"),
+    }
+}
+
+/// Every pool key once, uncounted: fills the node cache.
+#[inline(never)]
+fn warm_up(
+    store: &MemoryBlockStore,
+    root: Cid,
+    pool: &[String],
+    cache: &mut Option<NodeCache>,
+    scratch: &mut MemoryBlockStore,
+) {
+    run_adds(store, root, pool, cache, scratch, 0..pool.len());
+}
+
+/// The counted adds.
+#[inline(never)]
+fn work_add(
+    store: &MemoryBlockStore,
+    root: Cid,
+    pool: &[String],
+    cache: &mut Option<NodeCache>,
+    scratch: &mut MemoryBlockStore,
+    range: std::ops::Range<usize>,
+) -> Cid {
+    run_adds(store, root, pool, cache, scratch, range)
+}
