@@ -132,6 +132,7 @@ pub fn verify_commit(ev: &CommitEvent<'_>, keys: &impl KeyResolver) -> Result<()
 /// Everything [`verify_commit`] does; with `keys: None` the ECDSA check is
 /// skipped (benchmarks use this to measure the non-signature work). Returns
 /// the SHA-256 of the unsigned commit (what the signature signs).
+#[cfg(any(test, feature = "bench-internals"))]
 pub(crate) fn verify_parts(
     ev: &CommitEvent<'_>,
     keys: Option<&dyn KeyResolver>,
