@@ -1,18 +1,21 @@
 //! getRecord / listRecords rendering: a record's DAG-CBOR bytes straight
 //! to atproto JSON, without building a value tree.
 //!
-//! The streaming path reads the bytes once with the repo crate's strict
-//! [`Reader`] (canonical key order, no duplicate keys, depth limit, no
-//! trailing bytes) and writes JSON as it goes. Anything it does not render
+//! The streaming path (`Stream`) reads the bytes once, as strictly as the
+//! repo crate's decoder (minimal heads, canonical key order, no duplicate
+//! keys, depth limit, no trailing bytes), and writes JSON as it goes: text
+//! that needs no escaping is copied whole after a word-at-a-time scan, CIDs
+//! are base32-encoded straight into the output. Anything it does not render
 //! itself (byte strings, and every malformed input) makes it give up and
 //! the record is rendered by the reference path, `repo::cbor::decode` +
 //! `write_json`, which also produces the typed error. The output is
-//! byte-identical to the reference path (tested below).
+//! byte-identical to the reference path (tested below and in
+//! `tests/read_list.rs`).
 
 use repo::Cid;
 use repo::cbor::MAX_DEPTH;
+use repo::cbor::Reader;
 use repo::cbor::json::push_json_str;
-use repo::cbor::{Reader, Type};
 
 use crate::error::Result;
 
@@ -33,11 +36,11 @@ pub(crate) fn render_record_into(
     out.push('/');
     out.push_str(rkey);
     out.push_str("\",\"cid\":\"");
-    cid.push_str(out);
+    push_cid(cid, out);
     out.push_str("\",\"value\":");
     let value_start = out.len();
-    let mut r = Reader::new(bytes);
-    if stream_value(&mut r, out, 0).is_none() || r.finish().is_err() {
+    let mut st = Stream { buf: bytes, pos: 0 };
+    if st.value(out, 0).is_none() || st.pos != bytes.len() {
         // Reference path: byte strings, or input the strict decoder
         // rejects (its error is the answer).
         out.truncate(value_start);
@@ -66,58 +69,139 @@ pub(crate) fn render_record(
     Ok(out)
 }
 
-/// Renders one value; `None` = give up (the caller falls back).
-fn stream_value(r: &mut Reader<'_>, out: &mut String, depth: usize) -> Option<()> {
-    match r.peek_type().ok()? {
-        Type::Null => {
-            if !r.read_null() {
-                return None; // floats, undefined, simple values
-            }
-            out.push_str("null");
+/// A strict DAG-CBOR cursor for the streaming renderer. It accepts a subset
+/// of what `repo::cbor::decode` accepts (minimal heads, UTF-8 text, keys
+/// strictly in DAG-CBOR order, tag-42 links, ints in `i64`, no floats, no
+/// byte strings) and renders it exactly as `write_json` would; anything else
+/// makes it give up (`None`) and the reference path decides.
+struct Stream<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Stream<'a> {
+    /// One head (major type, argument), minimal encoding only; major type 7
+    /// is left to the caller.
+    #[inline]
+    fn head(&mut self) -> Option<(u8, u64)> {
+        let b = *self.buf.get(self.pos)?;
+        let (major, ai) = (b >> 5, b & 0x1f);
+        if major == 7 {
+            return None;
         }
-        Type::Bool => out.push_str(if r.read_bool().ok()? { "true" } else { "false" }),
-        Type::Int => push_int(r.read_int().ok()?, out),
-        Type::Text => push_str_fast(r.read_text().ok()?, out),
-        Type::Link => {
-            let c = r.read_link().ok()?;
-            out.push_str("{\"$link\":\"");
-            c.push_str(out);
-            out.push_str("\"}");
+        let p = self.pos + 1;
+        let (arg, len, min) = match ai {
+            0..=23 => (u64::from(ai), 1, 0),
+            24 => (u64::from(*self.buf.get(p)?), 2, 24),
+            25 => (be_uint(self.buf.get(p..p + 2)?), 3, 0x100),
+            26 => (be_uint(self.buf.get(p..p + 4)?), 5, 0x1_0000),
+            27 => (be_uint(self.buf.get(p..p + 8)?), 9, 0x1_0000_0000),
+            _ => return None,
+        };
+        if arg < min {
+            return None;
         }
-        Type::Bytes => return None,
-        Type::List => {
-            if depth >= MAX_DEPTH {
-                return None;
-            }
-            let n = r.read_list_len().ok()?;
-            out.push('[');
-            for i in 0..n {
-                if i > 0 {
-                    out.push(',');
-                }
-                stream_value(r, out, depth + 1)?;
-            }
-            out.push(']');
-        }
-        Type::Map => {
-            if depth >= MAX_DEPTH {
-                return None;
-            }
-            let n = r.read_map_len().ok()?;
-            let mut prev = None;
-            out.push('{');
-            for i in 0..n {
-                if i > 0 {
-                    out.push(',');
-                }
-                push_str_fast(r.read_key(&mut prev).ok()?, out);
-                out.push(':');
-                stream_value(r, out, depth + 1)?;
-            }
-            out.push('}');
-        }
+        self.pos += len;
+        Some((major, arg))
     }
-    Some(())
+
+    #[inline]
+    fn take(&mut self, len: u64) -> Option<&'a [u8]> {
+        let end = self.pos.checked_add(usize::try_from(len).ok()?)?;
+        let s = self.buf.get(self.pos..end)?;
+        self.pos = end;
+        Some(s)
+    }
+
+    fn remaining(&self) -> u64 {
+        (self.buf.len() - self.pos) as u64
+    }
+
+    /// Renders one value.
+    fn value(&mut self, out: &mut String, depth: usize) -> Option<()> {
+        let b = *self.buf.get(self.pos)?;
+        match b >> 5 {
+            0 | 1 => {
+                let mut r = Reader::new(self.buf.get(self.pos..)?);
+                push_int(r.read_int().ok()?, out);
+                self.pos += r.position();
+            }
+            3 => {
+                let (_, len) = self.head()?;
+                push_str_fast(std::str::from_utf8(self.take(len)?).ok()?, out);
+            }
+            4 => {
+                if depth >= MAX_DEPTH {
+                    return None;
+                }
+                let (_, n) = self.head()?;
+                if n > self.remaining() {
+                    return None;
+                }
+                out.push('[');
+                for i in 0..n {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    self.value(out, depth + 1)?;
+                }
+                out.push(']');
+            }
+            5 => {
+                if depth >= MAX_DEPTH {
+                    return None;
+                }
+                let (_, n) = self.head()?;
+                if n.saturating_mul(2) > self.remaining() {
+                    return None;
+                }
+                let mut prev: &[u8] = &[];
+                out.push('{');
+                for i in 0..n {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    let (major, len) = self.head()?;
+                    if major != 3 {
+                        return None;
+                    }
+                    let key = self.take(len)?;
+                    // DAG-CBOR key order: shorter first, then bytewise.
+                    if i > 0 && (prev.len(), prev) >= (key.len(), key) {
+                        return None;
+                    }
+                    prev = key;
+                    push_str_fast(std::str::from_utf8(key).ok()?, out);
+                    out.push(':');
+                    self.value(out, depth + 1)?;
+                }
+                out.push('}');
+            }
+            6 => {
+                let mut r = Reader::new(self.buf.get(self.pos..)?);
+                let c = r.read_link().ok()?;
+                self.pos += r.position();
+                out.push_str("{\"$link\":\"");
+                push_cid(&c, out);
+                out.push_str("\"}");
+            }
+            7 => {
+                out.push_str(match b {
+                    0xf4 => "false",
+                    0xf5 => "true",
+                    0xf6 => "null",
+                    _ => return None, // floats, undefined, simple values
+                });
+                self.pos += 1;
+            }
+            _ => return None, // byte strings
+        }
+        Some(())
+    }
+}
+
+fn be_uint(s: &[u8]) -> u64 {
+    s.iter().fold(0, |acc, &b| (acc << 8) | u64::from(b))
 }
 
 fn push_int(i: i64, out: &mut String) {
@@ -141,15 +225,10 @@ fn push_int(i: i64, out: &mut String) {
 }
 
 /// A JSON string literal: strings with nothing to escape (nearly all) are
-/// copied whole after a branch-free scan; the rest go through the repo
+/// copied whole after a word-at-a-time scan; the rest go through the repo
 /// crate's escaper, so both give identical bytes.
 fn push_str_fast(s: &str, out: &mut String) {
-    let needs = s.as_bytes().chunks(16).fold(false, |acc, chunk| {
-        acc | chunk
-            .iter()
-            .fold(false, |a, &b| a | (b < 0x20) | (b == b'"') | (b == b'\\'))
-    });
-    if needs {
+    if needs_escape(s.as_bytes()) {
         push_json_str(s, out);
     } else {
         out.reserve(s.len() + 2);
@@ -157,6 +236,69 @@ fn push_str_fast(s: &str, out: &mut String) {
         out.push_str(s);
         out.push('"');
     }
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// Whether `w` has a byte below 0x20, a `"` or a `\\`. The tests are the
+/// classic exact "has a zero byte" / "has a byte less than n" (n <= 128)
+/// word tricks, so there are no false negatives.
+#[inline]
+fn word_needs_escape(w: u64) -> bool {
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    (below_space | has_zero(w ^ (ONES * u64::from(b'"'))) | has_zero(w ^ (ONES * u64::from(b'\\'))))
+        != 0
+}
+
+/// Whether any byte of `s` must be escaped in a JSON string.
+fn needs_escape(s: &[u8]) -> bool {
+    let mut chunks = s.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        if word_needs_escape(u64::from_le_bytes(w)) {
+            return true;
+        }
+    }
+    let rest = chunks.remainder();
+    // Padding with a byte that never needs escaping.
+    let mut w = [b'a'; 8];
+    w[..rest.len()].copy_from_slice(rest);
+    word_needs_escape(u64::from_le_bytes(w))
+}
+
+const BASE32: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+
+/// Every 10-bit value as its two base32 symbols.
+static BASE32_PAIRS: [[u8; 2]; 1024] = {
+    let mut t = [[0u8; 2]; 1024];
+    let mut i = 0;
+    while i < 1024 {
+        t[i] = [BASE32[i >> 5], BASE32[i & 31]];
+        i += 1;
+    }
+    t
+};
+
+/// Appends the CID's string form (`b` + lowercase unpadded base32 of its 36
+/// bytes), the same bytes as `Cid::push_str`.
+pub(crate) fn push_cid(cid: &Cid, out: &mut String) {
+    let b = cid.to_bytes();
+    let mut buf = [0u8; Cid::STR_LEN];
+    buf[0] = b'b';
+    for (c, dst) in b.chunks_exact(5).zip(buf[1..57].chunks_exact_mut(8)) {
+        let v = c.iter().fold(0u64, |acc, &x| (acc << 8) | u64::from(x));
+        for (k, pair) in dst.chunks_exact_mut(2).enumerate() {
+            pair.copy_from_slice(&BASE32_PAIRS[((v >> (30 - 10 * k)) & 1023) as usize]);
+        }
+    }
+    let last = b[35];
+    buf[57] = BASE32[usize::from(last >> 3)];
+    buf[58] = BASE32[usize::from((last & 7) << 2)];
+    // Only base32 symbols: always ASCII.
+    out.push_str(std::str::from_utf8(&buf).unwrap_or_default());
 }
 
 #[cfg(test)]
@@ -190,6 +332,27 @@ mod tests {
     }
 
     #[test]
+    fn datagen_records_take_the_streaming_path() {
+        let (mut total, mut streamed) = (0, 0);
+        for rec in datagen::store::records(5, 300) {
+            let v = repo::cbor::json::from_json_value(&rec.value).unwrap();
+            let bytes = repo::cbor::to_vec(&v);
+            let mut st = Stream {
+                buf: &bytes,
+                pos: 0,
+            };
+            let mut out = String::new();
+            total += 1;
+            if st.value(&mut out, 0).is_some() && st.pos == bytes.len() {
+                streamed += 1;
+                assert_eq!(out, reference(&bytes));
+            }
+        }
+        // Only records holding byte strings fall back.
+        assert!(streamed * 10 >= total * 9, "{streamed} of {total}");
+    }
+
+    #[test]
     fn escapes_bytes_ints_and_nesting_match_reference() {
         let json = serde_json::json!({
             "$type": "x.y.z",
@@ -200,11 +363,42 @@ mod tests {
             "flags": [true, false, null],
             "blob": {"$bytes": "AAECAwQ"},
             "link": {"$link": "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm"},
-            "deep": {"a": [{"b": [1, 2, {"c": "d"}]}]}
+            "deep": {"a": [{"b": [1, 2, {"c": "d"}]}]},
+            "ints": [23, 24, 255, 256, 65535, 65536, 4294967295u64, 4294967296u64, -24, -25, -257],
+            "keys": {"b": 1, "aa": 2, "ab": 3, "é": 4, "z\"q": 5}
         });
         let v = repo::cbor::json::from_json_value(&json).unwrap();
         let bytes = repo::cbor::to_vec(&v);
         assert_eq!(streamed(&bytes), reference(&bytes));
+    }
+
+    #[test]
+    fn push_cid_matches_cid_display() {
+        for i in 0..2000u32 {
+            let cid = Cid::for_dag_cbor(&i.to_le_bytes());
+            let mut ours = String::new();
+            push_cid(&cid, &mut ours);
+            let mut theirs = String::new();
+            cid.push_str(&mut theirs);
+            assert_eq!(ours, theirs);
+        }
+    }
+
+    #[test]
+    fn needs_escape_has_no_false_negatives() {
+        let naive = |s: &[u8]| s.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
+        for len in 0..20 {
+            for pos in 0..len {
+                for b in 0..=255u8 {
+                    let mut s = vec![b'x'; len];
+                    s[pos] = b;
+                    assert_eq!(needs_escape(&s), naive(&s), "{s:?}");
+                    s.iter_mut().for_each(|c| *c = 0xc3);
+                    s[pos] = b;
+                    assert_eq!(needs_escape(&s), naive(&s), "{s:?}");
+                }
+            }
+        }
     }
 
     #[test]
@@ -216,6 +410,21 @@ mod tests {
             &[0xa0, 0x00][..],
             &[0xa2, 0x61, 0x62, 0x01, 0x61, 0x61, 0x02][..],
             &[0xa1, 0x61, 0x61][..],
+            // Non-minimal int and length, duplicate key, non-text key,
+            // tag 43, int past i64, bad UTF-8, indefinite list, undefined,
+            // longer key first.
+            &[0xa1, 0x61, 0x61, 0x18, 0x05][..],
+            &[0xa1, 0x78, 0x01, 0x61, 0x01][..],
+            &[0xa2, 0x61, 0x61, 0x01, 0x61, 0x61, 0x02][..],
+            &[0xa1, 0x01, 0x01][..],
+            &[0xa1, 0x61, 0x61, 0xd8, 0x2b, 0x40][..],
+            &[
+                0xa1, 0x61, 0x61, 0x1b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+            ][..],
+            &[0xa1, 0x61, 0x61, 0x61, 0xff][..],
+            &[0xa1, 0x61, 0x61, 0x9f, 0xff][..],
+            &[0xa1, 0x61, 0x61, 0xf7][..],
+            &[0xa2, 0x62, 0x61, 0x61, 0x01, 0x61, 0x62, 0x02][..],
         ] {
             let mut out = String::from("keep");
             assert!(render_record_into("did:plc:x", "a.b.c", "k", &cid, bad, &mut out).is_err());
