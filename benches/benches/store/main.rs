@@ -10,10 +10,10 @@
 //! - `index-only.sqlite`, `blobs.sqlite`, the startup files.
 //!
 //! PRAGMAs come from `store::bench_internals::pragmas` (the store's one
-//! list) and are recorded in the run context. Results are checked outside
-//! the timing: MST == index and commits verifying after the write groups,
-//! lookups against the CIDs of the seeded records, page sizes, CAR
-//! round trips, startup reports.
+//! list; the writer's overrides in `WRITER_PRAGMAS`) and are recorded in
+//! the run context. Results are checked outside the timing: MST == index
+//! and commits verifying after the write groups, lookups against the CIDs
+//! of the seeded records, page sizes, CAR round trips, startup reports.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -785,6 +785,7 @@ fn main() {
             "store_dir": dir.path().display().to_string(),
             "pragmas": bench_internals::pragmas(false),
             "pragmas_fsync": bench_internals::pragmas(true),
+            "pragmas_writer": bench_internals::WRITER_PRAGMAS,
             "seed": datagen::SEED,
         }),
     );

@@ -1,7 +1,7 @@
 //! The narrow facade `--bench store` uses: the PRAGMA list and the
 //! index-only write unit (Tranquil's metastore unit of work).
 
-pub use crate::schema::pragmas;
+pub use crate::schema::{WRITER_PRAGMAS, pragmas};
 
 use rusqlite::params;
 
@@ -149,12 +149,23 @@ pub fn build_history_fixture(
 /// The account that owns the history fixture's unversioned blocks.
 pub const HISTORY_UNVERSIONED_DID: &str = "did:plc:histunversioned000000";
 
-/// Sets `repo_rev` back to NULL on the history fixture's unversioned
-/// blocks, so the next open backfills them again.
+/// Returns the history fixture's unversioned blocks to their state before
+/// any backfill (`repo_rev` NULL, no `rev_backfill` row), so the next open
+/// backfills them again. Returns how many blocks are unversioned.
 pub fn reset_unversioned(path: &std::path::Path) -> Result<usize> {
     let conn = crate::schema::open_writer(path, false)?;
-    Ok(conn.execute(
-        "UPDATE repo_blocks SET repo_rev = NULL WHERE did = ?1",
+    conn.execute(
+        "DELETE FROM rev_backfill WHERE did = ?1",
         [HISTORY_UNVERSIONED_DID],
-    )?)
+    )?;
+    conn.execute(
+        "UPDATE repo_blocks SET repo_rev = NULL WHERE did = ?1 AND repo_rev IS NOT NULL",
+        [HISTORY_UNVERSIONED_DID],
+    )?;
+    let n: i64 = conn.query_row(
+        "SELECT COUNT(*) FROM repo_blocks WHERE did = ?1 AND repo_rev IS NULL",
+        [HISTORY_UNVERSIONED_DID],
+        |r| r.get(0),
+    )?;
+    Ok(usize::try_from(n).unwrap_or(0))
 }

@@ -2,12 +2,13 @@
 //! WAL database, a record index for reads, signed commits, a sequencer for
 //! the firehose, and blobs. Built on the [`repo`] crate.
 //!
-//! # Storage model (schema version 2, see `schema.rs`)
+//! # Storage model (schema version 3, see `schema.rs`)
 //!
 //! | table | key | holds |
 //! |---|---|---|
 //! | `repo_root` | `did` | current commit CID, rev, MST root, k256 signing key (NULL for imported, read-only repos); handle, active flag, status (v2, see `accounts.rs`) |
-//! | `repo_blocks` | `(did, cid)` | every block of the current repo (commit, MST nodes, records) with the rev that added it; partial index `WHERE repo_rev IS NULL` for the backfill |
+//! | `repo_blocks` | `(did, cid)` | every block of the current repo (commit, MST nodes, records) with the rev that added it; covering partial index `(did, repo_rev) WHERE repo_rev IS NULL` finds unversioned (pre-revision) blocks |
+//! | `rev_backfill` | `did` | v3: the revision of an account's unversioned blocks, written by the startup backfill (one narrow row per account instead of rewriting every block row; `export_repo`'s `since` reads `COALESCE(repo_rev, rev_backfill.rev)`) |
 //! | `records` | `(did, collection, rkey)` | record CID and rev: listRecords is an index range, never a sort; index `(did, cid)` answers "is this block still referenced" |
 //! | `commits` | `(did, rev)` | commit CID and its event's seq; index `(did, cid)` |
 //! | `seq_events` | `seq` | firehose event bodies (DAG-CBOR) by kind: `#commit`, `#sync`, `#identity`, `#account` |

@@ -10,7 +10,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use crate::error::Result;
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Connection PRAGMAs shared by the writer and the readers, in order.
 /// `synchronous` is set separately ([`pragmas`]).
@@ -25,6 +25,15 @@ pub const PRAGMAS: &[(&str, &str)] = &[
     ("wal_autocheckpoint", "0"),
     ("foreign_keys", "OFF"),
 ];
+
+/// PRAGMAs the writer's connection sets after [`PRAGMAS`], overriding them.
+/// A smaller page cache: at every COMMIT SQLite truncates the connection's
+/// page cache (`pager_end_transaction` -> `pcache1TruncateUnsafe`), which
+/// walks a hash table sized by the pages cached, so with 64 MiB it grew
+/// with the database (callgrind, 30k-record repo: 332K of 3.97M
+/// instructions per create+delete; with 8 MiB 3.40M in all, -14%). Misses
+/// are served from the memory map; MST nodes are cached above SQLite.
+pub const WRITER_PRAGMAS: &[(&str, &str)] = &[("cache_size", "-8192")];
 
 /// The full PRAGMA list for a store (`durable` = synchronous FULL, else
 /// NORMAL), as `(name, value)` pairs.
@@ -68,6 +77,9 @@ pub(crate) fn open_writer(path: &std::path::Path, durable: bool) -> Result<Conne
     )?;
     conn.set_prepared_statement_cache_capacity(64);
     apply_pragmas(&conn, durable, true)?;
+    for (name, value) in WRITER_PRAGMAS {
+        conn.execute_batch(&format!("PRAGMA {name} = {value}"))?;
+    }
     Ok(conn)
 }
 
@@ -158,8 +170,26 @@ ALTER TABLE repo_root ADD COLUMN active INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE repo_root ADD COLUMN status TEXT;
 "#;
 
+/// Version 3: the revision backfill's state moves out of the block rows.
+/// A block whose `repo_rev` is NULL (written before revisions were
+/// tracked) has its account's `rev_backfill.rev` as its revision; the
+/// backfill writes one narrow row per account instead of rewriting every
+/// unversioned block (each holding its bytes) and its partial-index entry.
+/// The partial index now holds `repo_rev` too (and the primary key, as
+/// every index of a WITHOUT ROWID table), so finding and counting
+/// unversioned blocks never reads a block row: 2,000 blocks counted in
+/// ~0.3 ms instead of ~7 ms of table lookups.
+const V3: &str = r#"
+DROP INDEX repo_blocks_norev;
+CREATE INDEX repo_blocks_norev ON repo_blocks (did, repo_rev) WHERE repo_rev IS NULL;
+CREATE TABLE rev_backfill (
+    did TEXT PRIMARY KEY,
+    rev TEXT NOT NULL
+) WITHOUT ROWID;
+"#;
+
 /// Migrations, index = version - 1.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// How long each startup stage took.
 #[derive(Debug, Clone, Default)]
@@ -219,8 +249,12 @@ pub(crate) fn next_seq(conn: &Connection) -> Result<i64> {
     Ok(ev.unwrap_or(0).max(cm.unwrap_or(0)) + 1)
 }
 
-/// Gives blocks with no `repo_rev` their account's current rev, through the
-/// partial index (a store with none pays one empty index probe).
+/// Gives blocks with no `repo_rev` their account's current rev: accounts
+/// with unversioned blocks are found through the partial index, and each
+/// one not yet backfilled gets a `rev_backfill` row (schema v3) holding the
+/// rev of all its unversioned blocks. Returns how many blocks it covered.
+/// A store with none pays one empty index probe; a store whose unversioned
+/// blocks were backfilled at an earlier open pays one probe per account.
 pub(crate) fn backfill_revs(conn: &Connection) -> Result<usize> {
     // Accounts with unversioned blocks: a skip-scan of the partial index
     // (one probe per such account, none at all in a store without any).
@@ -230,12 +264,15 @@ pub(crate) fn backfill_revs(conn: &Connection) -> Result<usize> {
             "SELECT did FROM repo_blocks INDEXED BY repo_blocks_norev \
              WHERE repo_rev IS NULL AND did > ?1 ORDER BY did LIMIT 1",
         )?;
+        let mut done = conn.prepare("SELECT 1 FROM rev_backfill WHERE did = ?1")?;
         let mut last = String::new();
         while let Some(d) = st
             .query_row([&last], |r| r.get::<_, String>(0))
             .optional()?
         {
-            dids.push(d.clone());
+            if !done.exists([&d])? {
+                dids.push(d.clone());
+            }
             last = d;
         }
     }
@@ -246,14 +283,17 @@ pub(crate) fn backfill_revs(conn: &Connection) -> Result<usize> {
     let run = || -> Result<usize> {
         let mut n = 0;
         let mut rev_of = conn.prepare("SELECT rev FROM repo_root WHERE did = ?1")?;
-        let mut up = conn.prepare(
-            "UPDATE repo_blocks INDEXED BY repo_blocks_norev SET repo_rev = ?2 \
+        let mut count = conn.prepare(
+            "SELECT COUNT(*) FROM repo_blocks INDEXED BY repo_blocks_norev \
              WHERE did = ?1 AND repo_rev IS NULL",
         )?;
+        let mut put = conn.prepare("INSERT INTO rev_backfill (did, rev) VALUES (?1, ?2)")?;
         for did in &dids {
             let rev: Option<String> = rev_of.query_row([did], |r| r.get(0)).optional()?;
             if let Some(rev) = rev {
-                n += up.execute(rusqlite::params![did, rev])?;
+                put.execute(rusqlite::params![did, rev])?;
+                let c: i64 = count.query_row([did], |r| r.get(0))?;
+                n += usize::try_from(c).unwrap_or(0);
             }
         }
         Ok(n)

@@ -36,7 +36,8 @@ impl Store {
             let mut car = CarWriter::new(out, &[root.commit])?;
             let mut blocks = 0u64;
             let mut st = r.prepare_cached(
-                "SELECT cid, bytes FROM repo_blocks WHERE did = ?1 AND (?2 IS NULL OR repo_rev > ?2)",
+                "SELECT cid, bytes FROM repo_blocks WHERE did = ?1 AND (?2 IS NULL OR \
+                 COALESCE(repo_rev, (SELECT rev FROM rev_backfill WHERE did = ?1)) > ?2)",
             )?;
             let mut rows = st.query(params![did, since])?;
             while let Some(row) = rows.next()? {

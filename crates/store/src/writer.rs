@@ -488,6 +488,7 @@ impl Writer {
             "DELETE FROM repo_blocks WHERE did = ?1",
             "DELETE FROM records WHERE did = ?1",
             "DELETE FROM record_blobs WHERE did = ?1",
+            "DELETE FROM rev_backfill WHERE did = ?1",
         ] {
             self.conn.prepare_cached(sql)?.execute([did])?;
         }

@@ -1,0 +1,122 @@
+//! Startup: the revision backfill (schema v3) and what it serves.
+
+mod common;
+
+use common::*;
+use store::{Config, Store};
+
+#[test]
+fn backfill_is_recorded_once_and_serves_export_since() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sqlite");
+    let (did, rev_before) = {
+        let store = Store::open(&path, Config::default()).unwrap();
+        let did = accounts(&store, 1).remove(0);
+        let mut rev = String::new();
+        for r in datagen::store::records(0, 3) {
+            rev = store
+                .create_record(&did, r.collection, Some(&r.rkey), cbor(&r.value), None)
+                .unwrap()
+                .rev;
+        }
+        (did, rev)
+    };
+    let nulled = {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute("UPDATE repo_blocks SET repo_rev = NULL", [])
+            .unwrap()
+    };
+    let all_blocks = {
+        let store = Store::open(&path, Config::default()).unwrap();
+        assert_eq!(store.startup_report().backfilled, nulled);
+        // The backfill is one narrow row per account, not a rewrite of the
+        // block rows.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let (n, rev): (i64, String) = conn
+            .query_row(
+                "SELECT (SELECT COUNT(*) FROM rev_backfill), \
+                 (SELECT rev FROM rev_backfill WHERE did = ?1)",
+                [&did],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!((n, rev.as_str()), (1, rev_before.as_str()));
+        // Backfilled blocks carry the account's rev for `since` exports:
+        // all of them are newer than an older rev, none than the current.
+        let mut out = Vec::new();
+        let full = store.export_repo(&did, None, &mut out).unwrap().blocks;
+        assert_eq!(full as usize, nulled);
+        let mut out = Vec::new();
+        let older = "2222222222222";
+        assert_eq!(
+            store
+                .export_repo(&did, Some(older), &mut out)
+                .unwrap()
+                .blocks,
+            full
+        );
+        let mut out = Vec::new();
+        assert_eq!(
+            store
+                .export_repo(&did, Some(&rev_before), &mut out)
+                .unwrap()
+                .blocks,
+            0
+        );
+        full
+    };
+    // A second open finds the account already covered.
+    let store = Store::open(&path, Config::default()).unwrap();
+    assert_eq!(store.startup_report().backfilled, 0);
+    assert!(all_blocks > 0);
+    assert_eq!(store.check_repo(&did).unwrap(), 3);
+    verify_all_events(&store);
+}
+
+#[test]
+fn v2_store_migrates_and_backfills() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sqlite");
+    let did = {
+        let store = Store::open(&path, Config::default()).unwrap();
+        let did = accounts(&store, 1).remove(0);
+        for r in datagen::store::records(0, 4) {
+            store
+                .create_record(&did, r.collection, Some(&r.rkey), cbor(&r.value), None)
+                .unwrap();
+        }
+        did
+    };
+    // Back to the v2 layout, with unversioned blocks.
+    let nulled = {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "DROP TABLE rev_backfill; DROP INDEX repo_blocks_norev; \
+             CREATE INDEX repo_blocks_norev ON repo_blocks (did, cid) WHERE repo_rev IS NULL; \
+             PRAGMA user_version = 2;",
+        )
+        .unwrap();
+        conn.execute("UPDATE repo_blocks SET repo_rev = NULL", [])
+            .unwrap()
+    };
+    let store = Store::open(&path, Config::default()).unwrap();
+    let r = store.startup_report();
+    assert_eq!((r.migrated_from, r.backfilled), (2, nulled));
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let (version, index): (i64, String) = conn
+        .query_row(
+            "SELECT (SELECT user_version FROM pragma_user_version), \
+             (SELECT sql FROM sqlite_master WHERE name = 'repo_blocks_norev')",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(version, 3);
+    assert!(index.contains("(did, repo_rev)"), "{index}");
+    let p = datagen::store::post(0, 1);
+    store
+        .create_record(&did, p.collection, None, cbor(&p.value), None)
+        .unwrap();
+    assert_eq!(store.check_repo(&did).unwrap(), 5);
+    verify_all_events(&store);
+}
