@@ -135,7 +135,7 @@ where
     F: Fn(usize) -> Op + Sync,
     Op: FnMut(u64),
 {
-    let barrier = Barrier::new(callers + 1);
+    let barrier = Barrier::new(callers);
     let per_caller = iters / callers as u64;
     let extra = iters % callers as u64;
     std::thread::scope(|scope| {
@@ -147,28 +147,36 @@ where
                     let mut op = make_op(caller);
                     let mut histogram = new_histogram();
                     barrier.wait();
+                    // Each caller stamps its own start: a coordinating thread
+                    // that is descheduled past the barrier could stamp after
+                    // the callers had finished, giving a zero wall time.
+                    let started = Instant::now();
                     for i in 0..count {
                         let start = Instant::now();
                         op(i);
                         histogram.saturating_record(start.elapsed().as_nanos() as u64);
                     }
-                    (histogram, Instant::now())
+                    (histogram, started, Instant::now())
                 })
             })
             .collect();
-        barrier.wait();
-        let start = Instant::now();
         let mut merged = new_histogram();
-        let mut end = start;
+        let mut span: Option<(Instant, Instant)> = None;
         for handle in handles {
             match handle.join() {
-                Ok((histogram, done)) => {
+                Ok((histogram, started, done)) => {
                     let _ = merged.add(&histogram);
-                    end = end.max(done);
+                    span = Some(match span {
+                        None => (started, done),
+                        Some((first, last)) => (first.min(started), last.max(done)),
+                    });
                 }
                 Err(panic) => std::panic::resume_unwind(panic),
             }
         }
-        (merged, end.duration_since(start))
+        // The batch's wall time: first caller's start to last caller's end
+        // (never zero, which Criterion rejects).
+        let wall = span.map_or(Duration::ZERO, |(first, last)| last.duration_since(first));
+        (merged, wall.max(Duration::from_nanos(1)))
     })
 }
