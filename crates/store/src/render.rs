@@ -123,7 +123,7 @@ impl<'a> Stream<'a> {
         match b >> 5 {
             0 | 1 => {
                 let mut r = Reader::new(self.buf.get(self.pos..)?);
-                push_int(r.read_int().ok()?, out);
+                repo::cbor::json::push_int(r.read_int().ok()?, out);
                 self.pos += r.position();
             }
             3 => {
@@ -202,26 +202,6 @@ impl<'a> Stream<'a> {
 
 fn be_uint(s: &[u8]) -> u64 {
     s.iter().fold(0, |acc, &b| (acc << 8) | u64::from(b))
-}
-
-fn push_int(i: i64, out: &mut String) {
-    let mut buf = [0u8; 20];
-    let mut pos = buf.len();
-    let mut n = i.unsigned_abs();
-    loop {
-        pos -= 1;
-        buf[pos] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if i < 0 {
-        out.push('-');
-    }
-    for &d in &buf[pos..] {
-        out.push(d as char);
-    }
 }
 
 /// A JSON string literal: strings with nothing to escape (nearly all) are

@@ -134,7 +134,9 @@ pub fn write_json<N: Node>(v: &N, out: &mut String) {
     }
 }
 
-fn push_int(i: i64, out: &mut String) {
+/// Appends the decimal text of `i` to `out` (what atproto JSON writes for a
+/// DAG-CBOR integer), without going through `fmt`.
+pub fn push_int(i: i64, out: &mut String) {
     let mut buf = [0u8; 20];
     let mut pos = buf.len();
     let mut n = i.unsigned_abs();
