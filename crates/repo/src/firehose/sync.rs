@@ -13,10 +13,10 @@
 //!   returned `data` is the commit's claim, authenticated by the signature.
 
 use super::SyncEvent;
-use super::verify::{KeyResolver, VerifyError};
+use super::verify::{KeyResolver, VerifyError, event_commit};
 use crate::car::{CarError, CarErrorKind, CarSlice};
 use crate::cid::Cid;
-use crate::commit::{CommitError, CommitRef};
+use crate::commit::CommitError;
 use crate::syntax::{validate_did, validate_tid};
 
 /// What a verified `#sync` asserts: the repo's current commit.
@@ -51,22 +51,7 @@ pub fn verify_sync<'a>(
         offset: 0,
         kind: CarErrorKind::HeaderShape("#sync CAR has no root"),
     })?;
-    let bytes = car
-        .get(&commit_cid)
-        .ok_or(VerifyError::MissingCommit(commit_cid))?;
-    let commit = CommitRef::decode(bytes)?;
-    if commit.did != ev.did {
-        return Err(VerifyError::RepoMismatch {
-            commit: commit.did.to_owned(),
-            repo: ev.did.to_owned(),
-        });
-    }
-    if commit.rev != ev.rev {
-        return Err(VerifyError::RevMismatch {
-            commit: commit.rev.to_owned(),
-            event: ev.rev.to_owned(),
-        });
-    }
+    let commit = event_commit(car.get(&commit_cid), commit_cid, ev.did, ev.rev)?;
     let key = keys
         .signing_key(ev.did)
         .ok_or_else(|| VerifyError::NoKey(ev.did.to_owned()))?;

@@ -104,6 +104,31 @@ pub enum VerifyError {
     },
 }
 
+/// Decodes the commit block an event names (`bytes`, if the event's CAR
+/// holds it) and checks that it is the event's repo at the event's rev;
+/// shared by `#commit` and `#sync` verification.
+pub(super) fn event_commit<'a>(
+    bytes: Option<&'a [u8]>,
+    cid: Cid,
+    repo: &str,
+    rev: &str,
+) -> Result<CommitRef<'a>, VerifyError> {
+    let commit = CommitRef::decode(bytes.ok_or(VerifyError::MissingCommit(cid))?)?;
+    if commit.did != repo {
+        return Err(VerifyError::RepoMismatch {
+            commit: commit.did.to_owned(),
+            repo: repo.to_owned(),
+        });
+    }
+    if commit.rev != rev {
+        return Err(VerifyError::RevMismatch {
+            commit: commit.rev.to_owned(),
+            event: rev.to_owned(),
+        });
+    }
+    Ok(commit)
+}
+
 fn op_err(path: &str, reason: &'static str) -> VerifyError {
     VerifyError::Op {
         path: path.to_owned(),
@@ -225,22 +250,7 @@ impl CommitVerifier {
             return Err(VerifyError::NotRoot(ev.commit));
         }
         let blocks = SliceBlocks::new(car_blocks);
-        let commit_bytes = blocks
-            .get(&ev.commit)
-            .ok_or(VerifyError::MissingCommit(ev.commit))?;
-        let commit = CommitRef::decode(commit_bytes)?;
-        if commit.did != ev.repo {
-            return Err(VerifyError::RepoMismatch {
-                commit: commit.did.to_owned(),
-                repo: ev.repo.to_owned(),
-            });
-        }
-        if commit.rev != ev.rev {
-            return Err(VerifyError::RevMismatch {
-                commit: commit.rev.to_owned(),
-                event: ev.rev.to_owned(),
-            });
-        }
+        let commit = event_commit(blocks.get(&ev.commit), ev.commit, ev.repo, ev.rev)?;
         let digest = commit.signing_digest();
         if let Some(keys) = keys {
             let key = keys
@@ -409,22 +419,7 @@ mod tests {
             return Err(VerifyError::NotRoot(ev.commit));
         }
         let blocks = SliceBlocks::new(&car.blocks);
-        let commit_bytes = blocks
-            .get(&ev.commit)
-            .ok_or(VerifyError::MissingCommit(ev.commit))?;
-        let commit = CommitRef::decode(commit_bytes)?;
-        if commit.did != ev.repo {
-            return Err(VerifyError::RepoMismatch {
-                commit: commit.did.to_owned(),
-                repo: ev.repo.to_owned(),
-            });
-        }
-        if commit.rev != ev.rev {
-            return Err(VerifyError::RevMismatch {
-                commit: commit.rev.to_owned(),
-                event: ev.rev.to_owned(),
-            });
-        }
+        let commit = event_commit(blocks.get(&ev.commit), ev.commit, ev.repo, ev.rev)?;
         let digest = commit.signing_digest();
         check_op_shapes(ev, &blocks)?;
         let mut tree = Mst::with_cache(&blocks, commit.data, NodeCache::with_capacity(256, 16));
