@@ -9,18 +9,7 @@ use store::{Config, Store};
 fn backfill_is_recorded_once_and_serves_export_since() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.sqlite");
-    let (did, rev_before) = {
-        let store = Store::open(&path, Config::default()).unwrap();
-        let did = accounts(&store, 1).remove(0);
-        let mut rev = String::new();
-        for r in datagen::store::records(0, 3) {
-            rev = store
-                .create_record(&did, r.collection, Some(&r.rkey), cbor(&r.value), None)
-                .unwrap()
-                .rev;
-        }
-        (did, rev)
-    };
+    let (did, rev_before) = seeded_store(&path, 3);
     let nulled = {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute("UPDATE repo_blocks SET repo_rev = NULL", [])
@@ -77,16 +66,7 @@ fn backfill_is_recorded_once_and_serves_export_since() {
 fn v2_store_migrates_and_backfills() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.sqlite");
-    let did = {
-        let store = Store::open(&path, Config::default()).unwrap();
-        let did = accounts(&store, 1).remove(0);
-        for r in datagen::store::records(0, 4) {
-            store
-                .create_record(&did, r.collection, Some(&r.rkey), cbor(&r.value), None)
-                .unwrap();
-        }
-        did
-    };
+    let (did, _) = seeded_store(&path, 4);
     // Back to the v2 layout, with unversioned blocks.
     let nulled = {
         let conn = rusqlite::Connection::open(&path).unwrap();

@@ -426,16 +426,7 @@ fn export_reimport_same_root_and_since() {
 fn reopen_recovers_sequence_and_backfills() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.sqlite");
-    let did = {
-        let store = Store::open(&path, Config::default()).unwrap();
-        let did = accounts(&store, 1).remove(0);
-        for r in datagen::store::records(0, 5) {
-            store
-                .create_record(&did, r.collection, Some(&r.rkey), cbor(&r.value), None)
-                .unwrap();
-        }
-        did
-    };
+    let (did, _) = seeded_store(&path, 5);
     // Simulate blocks written before revisions were tracked.
     let nulled = {
         let conn = rusqlite::Connection::open(&path).unwrap();

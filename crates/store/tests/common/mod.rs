@@ -65,3 +65,19 @@ pub fn verify_all_events(store: &Store) -> (usize, usize) {
     }
     (events, commits)
 }
+
+/// Opens a store at `path`, creates one account, writes the first `n`
+/// datagen records into it and closes the store again; returns the
+/// account's DID and the rev of its last commit.
+pub fn seeded_store(path: &std::path::Path, n: usize) -> (String, String) {
+    let store = Store::open(path, Config::default()).unwrap();
+    let did = accounts(&store, 1).remove(0);
+    let mut rev = String::new();
+    for r in datagen::store::records(0, n) {
+        rev = store
+            .create_record(&did, r.collection, Some(&r.rkey), cbor(&r.value), None)
+            .unwrap()
+            .rev;
+    }
+    (did, rev)
+}
