@@ -6,7 +6,7 @@ mod common;
 
 use common::corpus;
 
-use segment::{Event, EventRef, Kind, Segment, Writer, WriterOptions};
+use segment::{Event, EventRef, Kind, Segment};
 
 #[allow(clippy::too_many_arguments)]
 fn ev(
@@ -206,18 +206,7 @@ fn golden_seal_catches_every_header_and_footer_corruption() {
 }
 
 fn write_segment(path: &std::path::Path, events: &[Event], block_events: usize) {
-    let mut w = Writer::create(
-        path,
-        WriterOptions {
-            block_events,
-            sync: true,
-        },
-    )
-    .unwrap();
-    for e in events {
-        w.append_live(&e.as_ref()).unwrap();
-    }
-    w.seal().unwrap();
+    common::write_sealed(path, events, block_events, true);
 }
 
 #[test]

@@ -7,7 +7,7 @@ mod common;
 use common::corpus;
 
 use segment::inspect::{Summary, event_line, inspect, run};
-use segment::{Event, Kind, Writer, WriterOptions};
+use segment::{Event, Kind};
 use serde_json::Value;
 
 fn run_to_strings(args: &[&str]) -> (i32, String, String) {
@@ -44,18 +44,7 @@ fn fanout_segment(dir: &std::path::Path, n: usize) -> (std::path::PathBuf, Vec<E
         })
         .collect();
     let path = dir.join("fanout.jss");
-    let mut w = Writer::create(
-        &path,
-        WriterOptions {
-            block_events: 16,
-            sync: false,
-        },
-    )
-    .unwrap();
-    for e in &events {
-        w.append_live(&e.as_ref()).unwrap();
-    }
-    w.seal().unwrap();
+    common::write_sealed(&path, &events, 16, false);
     (path, events)
 }
 

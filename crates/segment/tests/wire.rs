@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use repo::car::CarSlice;
 use repo::firehose::{Action, Frame};
 use segment::wire::{decode_v1, encode_v1};
-use segment::{Event, Kind, Segment, Writer, WriterOptions};
+use segment::{Event, Kind, Segment};
 use serde_json::Value;
 
 /// The relay frames, in capture order.
@@ -90,18 +90,7 @@ fn relay_frames_through_a_segment_render_to_expected_v1() {
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("frames.jss");
-    let mut w = Writer::create(
-        &path,
-        WriterOptions {
-            block_events: 64,
-            sync: false,
-        },
-    )
-    .unwrap();
-    for e in &events {
-        w.append_live(&e.as_ref()).unwrap();
-    }
-    w.seal().unwrap();
+    common::write_sealed(&path, &events, 64, false);
     let back = Segment::open(&path).unwrap().events().unwrap();
     assert_eq!(back, events);
 
@@ -174,18 +163,7 @@ fn write_segments(dir: &std::path::Path, events: &[Event], per_segment: usize) -
         .enumerate()
         .map(|(i, chunk)| {
             let path = dir.join(format!("seg{i}.jss"));
-            let mut w = Writer::create(
-                &path,
-                WriterOptions {
-                    block_events: 16,
-                    sync: false,
-                },
-            )
-            .unwrap();
-            for e in chunk {
-                w.append_live(&e.as_ref()).unwrap();
-            }
-            w.seal().unwrap();
+            common::write_sealed(&path, chunk, 16, false);
             path
         })
         .collect()

@@ -1,6 +1,10 @@
-//! Shared by the segment test targets: reading the vendored corpus.
+//! Shared by the segment test targets: reading the vendored corpus and
+//! writing a sealed segment of given events.
+#![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use segment::{Event, Writer, WriterOptions};
 
 /// The bytes of `tests/corpus/<name>`; a missing file fails the test,
 /// naming the path (conformance vectors never skip).
@@ -14,4 +18,14 @@ pub fn corpus(name: &str) -> Vec<u8> {
             path.display()
         )
     })
+}
+
+/// Writes `events` as one sealed segment at `path`, `block_events` to a
+/// block, appended live (`sync`: fsync each block as it is flushed).
+pub fn write_sealed(path: &Path, events: &[Event], block_events: usize, sync: bool) {
+    let mut w = Writer::create(path, WriterOptions { block_events, sync }).unwrap();
+    for e in events {
+        w.append_live(&e.as_ref()).unwrap();
+    }
+    w.seal().unwrap();
 }
