@@ -77,34 +77,14 @@ use benches::target::BenchTarget;
 use criterion::{SamplingMode, Throughput};
 use futures::executor::block_on;
 use repo::Cid;
+use repo::bench_internals::mst_keys as keys;
 use repo::mst::{MemoryBlockStore, Mst, NodeCache};
-use repo::syntax::Tid;
 use sha2::Digest;
 
 type AtCid = ipld_core::cid::Cid;
 
 fn at_cid(c: &Cid) -> AtCid {
     AtCid::try_from(&c.to_bytes()[..]).expect("CIDv1 converts")
-}
-
-/// Seeded keys: `app.bsky.feed.post/<TID>`, distinct.
-fn keys(seed: u64, n: usize) -> Vec<String> {
-    let mut x = seed | 1;
-    let mut out: Vec<String> = (0..n)
-        .map(|i| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let ts = 1_600_000_000_000_000 + x % 200_000_000_000_000;
-            format!(
-                "app.bsky.feed.post/{}",
-                Tid::from_parts(ts, (i % 1024) as u16)
-            )
-        })
-        .collect();
-    out.sort();
-    out.dedup();
-    out
 }
 
 fn leaf() -> Cid {

@@ -30,9 +30,9 @@ use std::hint::black_box;
 use std::path::PathBuf;
 
 use repo::Cid;
+use repo::bench_internals::mst_keys as keys;
 use repo::firehose::Frame;
 use repo::mst::{MemoryBlockStore, Mst, NodeCache};
-use repo::syntax::Tid;
 
 fn corpus_frames() -> Vec<Vec<u8>> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/frames.bin.zst");
@@ -100,26 +100,6 @@ fn stats(frames: &[Vec<u8>]) {
         nn as f64 / n,
         nodes as f64 / n
     );
-}
-
-/// The bench's keys: `app.bsky.feed.post/<TID>` from an xorshift seed.
-fn keys(seed: u64, n: usize) -> Vec<String> {
-    let mut x = seed | 1;
-    let mut out: Vec<String> = (0..n)
-        .map(|i| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let ts = 1_600_000_000_000_000 + x % 200_000_000_000_000;
-            format!(
-                "app.bsky.feed.post/{}",
-                Tid::from_parts(ts, (i % 1024) as u16)
-            )
-        })
-        .collect();
-    out.sort();
-    out.dedup();
-    out
 }
 
 #[inline(always)]
