@@ -21,10 +21,10 @@ pub(crate) struct Verified {
     pub commit: Cid,
     pub data: Cid,
     pub rev: String,
-    /// Commit, MST nodes and records.
+    /// Commit and MST nodes.
     pub blocks: Vec<(Cid, Vec<u8>)>,
-    /// (collection, rkey, record CID).
-    pub records: Vec<(String, String, Cid)>,
+    /// (collection, rkey, record CID, record block), in MST order.
+    pub records: Vec<(String, String, Cid, Vec<u8>)>,
     /// (record path, blob CID) for blobs the records reference.
     pub blob_refs: Vec<(String, Cid)>,
 }
@@ -59,7 +59,7 @@ pub(crate) fn verify_car(input: impl Read, key: Option<&PublicKey>) -> Result<Ve
     mst.check_structure()?;
     let node_cids = mst.node_cids()?;
     let entries = mst.entries()?;
-    let mut blocks = Vec::with_capacity(node_cids.len() + entries.len() + 1);
+    let mut blocks = Vec::with_capacity(node_cids.len() + 1);
     blocks.push((commit_cid, commit_bytes));
     for cid in node_cids {
         let b = mem
@@ -68,7 +68,6 @@ pub(crate) fn verify_car(input: impl Read, key: Option<&PublicKey>) -> Result<Ve
         blocks.push((cid, b.to_vec()));
     }
     let mut records = Vec::with_capacity(entries.len());
-    let mut seen = std::collections::HashSet::new();
     let mut blob_refs = Vec::new();
     for (key, cid) in entries {
         let Some((coll, rkey)) = key.split_once('/') else {
@@ -88,10 +87,7 @@ pub(crate) fn verify_car(input: impl Read, key: Option<&PublicKey>) -> Result<Ve
         let mut links = Vec::new();
         crate::collect_blob_links(&value, &mut links);
         blob_refs.extend(links.into_iter().map(|c| (key.clone(), c)));
-        if seen.insert(cid) {
-            blocks.push((cid, b.to_vec()));
-        }
-        records.push((coll.to_owned(), rkey.to_owned(), cid));
+        records.push((coll.to_owned(), rkey.to_owned(), cid, b.to_vec()));
     }
     Ok(Verified {
         did,

@@ -2,22 +2,22 @@
 //! WAL database, a record index for reads, signed commits, a sequencer for
 //! the firehose, and blobs. Built on the [`repo`] crate.
 //!
-//! # Storage model (schema version 3, see `schema.rs`)
+//! # Storage model (schema version 4, see `schema.rs`)
 //!
 //! | table | key | holds |
 //! |---|---|---|
 //! | `repo_root` | `did` | current commit CID, rev, MST root, k256 signing key (NULL for imported, read-only repos); handle, active flag, status (v2, see `accounts.rs`) |
-//! | `repo_blocks` | `(did, cid)` | every block of the current repo (commit, MST nodes, records) with the rev that added it; covering partial index `(did, repo_rev) WHERE repo_rev IS NULL` finds unversioned (pre-revision) blocks |
+//! | `repo_blocks` | `(did, cid)` | the current repo's commit and MST nodes with the rev that added each; covering partial index `(did, repo_rev) WHERE repo_rev IS NULL` finds unversioned (pre-revision) blocks |
 //! | `rev_backfill` | `did` | v3: the revision of an account's unversioned blocks, written by the startup backfill (one narrow row per account instead of rewriting every block row; `export_repo`'s `since` reads `COALESCE(repo_rev, rev_backfill.rev)`) |
-//! | `records` | `(did, collection, rkey)` | record CID and rev: listRecords is an index range, never a sort; index `(did, cid)` answers "is this block still referenced" |
+//! | `records` | `(did, collection, rkey)` | record CID, rev, and (v4) the record block's bytes: getRecord is one row and listRecords one range scan, never a sort or a join; `cid_dup` marks all but the first row holding a CID, so getRepo writes a shared block once; index `(did, cid)` |
 //! | `commits` | `(did, rev)` | commit CID and its event's seq; index `(did, cid)` |
 //! | `seq_events` | `seq` | firehose event bodies (DAG-CBOR) by kind: `#commit`, `#sync`, `#identity`, `#account` |
 //! | `blobs` | `(did, cid)` | MIME, size, bytes (raw sha-256 CID) |
 //! | `record_blobs` | `(did, blob, record)` | blobs referenced by records |
 //!
 //! CIDs are stored as their 36 binary bytes. Only the current tree's blocks
-//! are kept: a commit deletes the MST nodes it replaced, the previous
-//! commit block, and record blocks no remaining record points at.
+//! are kept: a commit deletes the MST nodes it replaced and the previous
+//! commit block; a record's block goes with its row.
 //!
 //! # Concurrency and durability
 //!
@@ -517,8 +517,11 @@ impl Store {
         Ok(Stats {
             accounts: q("SELECT COUNT(*) FROM repo_root")? as u64,
             records: q("SELECT COUNT(*) FROM records")? as u64,
-            blocks: q("SELECT COUNT(*) FROM repo_blocks")? as u64,
-            block_bytes: q("SELECT SUM(length(bytes)) FROM repo_blocks")? as u64,
+            blocks: (q("SELECT COUNT(*) FROM repo_blocks")?
+                + q("SELECT COUNT(*) FROM records WHERE cid_dup = 0")?) as u64,
+            block_bytes: (q("SELECT SUM(length(bytes)) FROM repo_blocks")?
+                + q("SELECT SUM(length(bytes)) FROM records WHERE cid_dup = 0")?)
+                as u64,
             events: q("SELECT COUNT(*) FROM seq_events")? as u64,
             blobs: q("SELECT COUNT(*) FROM blobs")? as u64,
             last_seq: q("SELECT MAX(seq) FROM seq_events")?,

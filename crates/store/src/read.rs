@@ -14,9 +14,9 @@ use crate::{ListOptions, RecordView, RepoRoot, Store};
 
 const SQL_CURRENT_CID: &str =
     "SELECT cid FROM records WHERE did = ?1 AND collection = ?2 AND rkey = ?3";
-const SQL_RECORD: &str = "SELECT r.cid, b.bytes FROM records r JOIN repo_blocks b \
-     ON b.did = r.did AND b.cid = r.cid \
-     WHERE r.did = ?1 AND r.collection = ?2 AND r.rkey = ?3";
+/// Index entry and block bytes: one row since schema v4.
+const SQL_RECORD: &str =
+    "SELECT cid, bytes FROM records WHERE did = ?1 AND collection = ?2 AND rkey = ?3";
 
 impl Store {
     /// The current root of `did`'s repository.
@@ -121,16 +121,16 @@ impl Store {
                 "SELECT rkey, cid FROM records WHERE did = ?1 AND collection = ?2 AND rkey > ?4 ORDER BY rkey ASC LIMIT ?3"
             }
             (true, false, false) => {
-                "SELECT r.rkey, r.cid, b.bytes FROM records r JOIN repo_blocks b ON b.did = r.did AND b.cid = r.cid WHERE r.did = ?1 AND r.collection = ?2 ORDER BY r.rkey DESC LIMIT ?3"
+                "SELECT rkey, cid, bytes FROM records WHERE did = ?1 AND collection = ?2 ORDER BY rkey DESC LIMIT ?3"
             }
             (true, false, true) => {
-                "SELECT r.rkey, r.cid, b.bytes FROM records r JOIN repo_blocks b ON b.did = r.did AND b.cid = r.cid WHERE r.did = ?1 AND r.collection = ?2 ORDER BY r.rkey ASC LIMIT ?3"
+                "SELECT rkey, cid, bytes FROM records WHERE did = ?1 AND collection = ?2 ORDER BY rkey ASC LIMIT ?3"
             }
             (true, true, false) => {
-                "SELECT r.rkey, r.cid, b.bytes FROM records r JOIN repo_blocks b ON b.did = r.did AND b.cid = r.cid WHERE r.did = ?1 AND r.collection = ?2 AND r.rkey < ?4 ORDER BY r.rkey DESC LIMIT ?3"
+                "SELECT rkey, cid, bytes FROM records WHERE did = ?1 AND collection = ?2 AND rkey < ?4 ORDER BY rkey DESC LIMIT ?3"
             }
             (true, true, true) => {
-                "SELECT r.rkey, r.cid, b.bytes FROM records r JOIN repo_blocks b ON b.did = r.did AND b.cid = r.cid WHERE r.did = ?1 AND r.collection = ?2 AND r.rkey > ?4 ORDER BY r.rkey ASC LIMIT ?3"
+                "SELECT rkey, cid, bytes FROM records WHERE did = ?1 AND collection = ?2 AND rkey > ?4 ORDER BY rkey ASC LIMIT ?3"
             }
         }
     }

@@ -10,7 +10,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use crate::error::Result;
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Connection PRAGMAs shared by the writer and the readers, in order.
 /// `synchronous` is set separately ([`pragmas`]).
@@ -188,8 +188,31 @@ CREATE TABLE rev_backfill (
 ) WITHOUT ROWID;
 "#;
 
+/// Version 4: record blocks move from `repo_blocks` into their `records`
+/// row (`bytes`), so getRecord and listRecords read a record's index entry
+/// and its bytes from one row: a listRecords page is one range scan
+/// instead of a scan plus one `repo_blocks` seek per record (about half of
+/// a page's instructions before), and a commit writes one b-tree entry per
+/// record instead of two. `repo_blocks` keeps the commit and the MST
+/// nodes. Two records of an account can hold the same bytes (same CID);
+/// `cid_dup` is 0 on the first of them in `(collection, rkey)` order and 1
+/// on the others, so getRepo emits each block once by skipping
+/// `cid_dup = 1` rows (the writer keeps the flag canonical, see
+/// `writer.rs`).
+const V4: &str = r#"
+ALTER TABLE records ADD COLUMN bytes BLOB;
+ALTER TABLE records ADD COLUMN cid_dup INTEGER NOT NULL DEFAULT 0;
+UPDATE records SET bytes = (SELECT b.bytes FROM repo_blocks b
+    WHERE b.did = records.did AND b.cid = records.cid);
+UPDATE records SET cid_dup = 1 WHERE EXISTS (SELECT 1 FROM records o
+    INDEXED BY records_cid WHERE o.did = records.did AND o.cid = records.cid
+    AND (o.collection, o.rkey) < (records.collection, records.rkey));
+DELETE FROM repo_blocks WHERE EXISTS (SELECT 1 FROM records r
+    INDEXED BY records_cid WHERE r.did = repo_blocks.did AND r.cid = repo_blocks.cid);
+"#;
+
 /// Migrations, index = version - 1.
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// How long each startup stage took.
 #[derive(Debug, Clone, Default)]

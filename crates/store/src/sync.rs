@@ -16,8 +16,10 @@ use crate::{CommitInfo, Event, ExportInfo, Store, import};
 
 impl Store {
     /// getRepo: streams the repository as a CAR to `out` in constant memory
-    /// (one block in flight), inside one read transaction. With `since`,
-    /// only the blocks added by revs after it.
+    /// (one block in flight), inside one read transaction: the commit and
+    /// MST nodes from `repo_blocks`, then each distinct record block from
+    /// `records`. With `since`, only the blocks added by revs after it (a
+    /// record counts from the rev that last wrote it).
     pub fn export_repo<W: Write>(
         &self,
         did: &str,
@@ -43,6 +45,22 @@ impl Store {
             while let Some(row) = rows.next()? {
                 let cid = cid_from_sql(row.get_ref(0)?.as_blob()?)?;
                 car.write_block(&cid, row.get_ref(1)?.as_blob()?)?;
+                blocks += 1;
+            }
+            drop(rows);
+            // Record blocks live in their index rows (schema v4); a block
+            // two records share is written once (`cid_dup`).
+            let mut st = r.prepare_cached(
+                "SELECT cid, bytes FROM records WHERE did = ?1 AND cid_dup = 0 \
+                 AND (?2 IS NULL OR repo_rev > ?2)",
+            )?;
+            let mut rows = st.query(params![did, since])?;
+            while let Some(row) = rows.next()? {
+                let cid = cid_from_sql(row.get_ref(0)?.as_blob()?)?;
+                let bytes = row.get_ref(1)?.as_blob().map_err(|_| {
+                    StoreError::Corrupt(format!("{did}: record block {cid} missing"))
+                })?;
+                car.write_block(&cid, bytes)?;
                 blocks += 1;
             }
             let bytes = car.bytes_written();

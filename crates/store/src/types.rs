@@ -188,9 +188,9 @@ pub struct Stats {
     pub accounts: u64,
     /// Indexed records.
     pub records: u64,
-    /// Repo blocks.
+    /// Distinct repo blocks (commits, MST nodes, record blocks).
     pub blocks: u64,
-    /// Bytes in repo blocks.
+    /// Bytes in those blocks.
     pub block_bytes: u64,
     /// Events.
     pub events: u64,

@@ -60,11 +60,32 @@ pub(crate) const SQL_INDEX_CID: &str =
 const SQL_PUT_BLOCK: &str =
     "INSERT OR IGNORE INTO repo_blocks (did, cid, repo_rev, bytes) VALUES (?1, ?2, ?3, ?4)";
 const SQL_DEL_BLOCK: &str = "DELETE FROM repo_blocks WHERE did = ?1 AND cid = ?2";
-const SQL_DEL_RECORD_BLOCK: &str = "DELETE FROM repo_blocks WHERE did = ?1 AND cid = ?2 \
-     AND NOT EXISTS (SELECT 1 FROM records WHERE did = ?1 AND cid = ?2)";
-const SQL_UPSERT_RECORD: &str = "INSERT INTO records (did, collection, rkey, cid, repo_rev) \
-     VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (did, collection, rkey) \
-     DO UPDATE SET cid = excluded.cid, repo_rev = excluded.repo_rev";
+// Record rows hold their block's bytes (schema v4). `cid_dup` is kept
+// canonical: 0 on the first row of an account holding a CID, in
+// `(collection, rkey)` order, 1 on the others. Each statement below is one
+// probe of `records_cid` (plus a primary-key update when a flag moves), so
+// a write costs the same however many records share its block.
+
+/// Upserts a record row; its `cid_dup` says whether an earlier row holds
+/// the same CID.
+const SQL_UPSERT_RECORD: &str = "INSERT INTO records (did, collection, rkey, cid, repo_rev, bytes, cid_dup) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, EXISTS (SELECT 1 FROM records INDEXED BY records_cid \
+     WHERE did = ?1 AND cid = ?4 AND (collection, rkey) < (?2, ?3))) \
+     ON CONFLICT (did, collection, rkey) DO UPDATE SET cid = excluded.cid, \
+     repo_rev = excluded.repo_rev, bytes = excluded.bytes, cid_dup = excluded.cid_dup";
+/// After an upsert of (?3, ?4) with CID ?2: the next row holding ?2 is not
+/// the first (it may have been before the upsert).
+const SQL_DEMOTE_NEXT: &str = "UPDATE records SET cid_dup = 1 WHERE did = ?1 AND (collection, rkey) = \
+     (SELECT collection, rkey FROM records INDEXED BY records_cid WHERE did = ?1 AND cid = ?2 \
+     AND (collection, rkey) > (?3, ?4) ORDER BY collection, rkey LIMIT 1) AND cid_dup = 0";
+/// After a row stopped holding CID ?2: the first row still holding it.
+const SQL_PROMOTE_FIRST: &str = "UPDATE records SET cid_dup = 0 WHERE did = ?1 AND (collection, rkey) = \
+     (SELECT collection, rkey FROM records INDEXED BY records_cid WHERE did = ?1 AND cid = ?2 \
+     ORDER BY collection, rkey LIMIT 1) AND cid_dup = 1";
+/// After an import: every record whose CID an earlier row already holds.
+const SQL_MARK_CID_DUPS: &str = "UPDATE records SET cid_dup = 1 WHERE did = ?1 AND EXISTS \
+     (SELECT 1 FROM records o INDEXED BY records_cid WHERE o.did = records.did \
+     AND o.cid = records.cid AND (o.collection, o.rkey) < (records.collection, records.rkey))";
 const SQL_DEL_RECORD: &str = "DELETE FROM records WHERE did = ?1 AND collection = ?2 AND rkey = ?3";
 const SQL_DEL_RECORD_BLOBS: &str = "DELETE FROM record_blobs WHERE did = ?1 AND record = ?2";
 const SQL_PUT_RECORD_BLOB: &str =
@@ -357,25 +378,25 @@ impl Writer {
         for (cid, bytes) in &result.commit.new_blocks {
             self.put_block(did, cid, Some(&rev), bytes)?;
         }
-        for w in writes {
-            if let Some((cid, bytes)) = &w.block {
-                self.put_block(did, cid, Some(&rev), bytes)?;
-            }
-        }
         self.put_block(did, &ccid, Some(&rev), &cbytes)?;
-        // Index and blob references.
+        // Records (index row and block bytes together) and blob references.
         {
             let mut up = self.conn.prepare_cached(SQL_UPSERT_RECORD)?;
             let mut del = self.conn.prepare_cached(SQL_DEL_RECORD)?;
+            let mut demote = self.conn.prepare_cached(SQL_DEMOTE_NEXT)?;
+            let mut promote = self.conn.prepare_cached(SQL_PROMOTE_FIRST)?;
             let mut del_rb = self.conn.prepare_cached(SQL_DEL_RECORD_BLOBS)?;
             let mut put_rb = self.conn.prepare_cached(SQL_PUT_RECORD_BLOB)?;
             for (w, cur) in writes.iter().zip(&current) {
                 if cur.is_some() {
                     del_rb.execute(params![did, w.path])?;
                 }
+                let new_cid = w.block.as_ref().map(|b| b.0);
                 match &w.block {
-                    Some((cid, _)) => {
-                        up.execute(params![did, w.collection, w.rkey, &cid.to_bytes()[..], rev])?;
+                    Some((cid, bytes)) => {
+                        let c = cid.to_bytes();
+                        up.execute(params![did, w.collection, w.rkey, &c[..], rev, bytes])?;
+                        demote.execute(params![did, &c[..], w.collection, w.rkey])?;
                         for b in &w.blobs {
                             put_rb.execute(params![did, &b.to_bytes()[..], w.path])?;
                         }
@@ -384,24 +405,20 @@ impl Writer {
                         del.execute(params![did, w.collection, w.rkey])?;
                     }
                 }
+                if let Some(old) = cur
+                    && new_cid != Some(*old)
+                {
+                    promote.execute(params![did, &old.to_bytes()[..]])?;
+                }
             }
         }
-        // Blocks out: replaced MST nodes, the previous commit, and record
-        // blocks no other record of the repo still points at.
+        // Blocks out: the replaced MST nodes and the previous commit.
         {
             let mut del = self.conn.prepare_cached(SQL_DEL_BLOCK)?;
             for cid in &result.commit.removed {
                 del.execute(params![did, &cid.to_bytes()[..]])?;
             }
             del.execute(params![did, &root.commit.to_bytes()[..]])?;
-            let mut del_rec = self.conn.prepare_cached(SQL_DEL_RECORD_BLOCK)?;
-            for (w, cur) in writes.iter().zip(&current) {
-                if let Some(old) = cur
-                    && w.block.as_ref().map(|b| b.0) != Some(*old)
-                {
-                    del_rec.execute(params![did, &old.to_bytes()[..]])?;
-                }
-            }
         }
         self.conn.prepare_cached(SQL_MOVE_ROOT)?.execute(params![
             did,
@@ -497,9 +514,19 @@ impl Writer {
         }
         {
             let mut up = self.conn.prepare_cached(SQL_UPSERT_RECORD)?;
-            for (coll, rkey, cid) in &imp.records {
-                up.execute(params![did, coll, rkey, &cid.to_bytes()[..], imp.rev])?;
+            for (coll, rkey, cid, bytes) in &imp.records {
+                up.execute(params![
+                    did,
+                    coll,
+                    rkey,
+                    &cid.to_bytes()[..],
+                    imp.rev,
+                    bytes
+                ])?;
             }
+            self.conn
+                .prepare_cached(SQL_MARK_CID_DUPS)?
+                .execute([did])?;
             let mut put_rb = self.conn.prepare_cached(SQL_PUT_RECORD_BLOB)?;
             for (path, blob) in &imp.blob_refs {
                 put_rb.execute(params![did, &blob.to_bytes()[..], path])?;

@@ -1,4 +1,5 @@
-//! Startup: the revision backfill (schema v3) and what it serves.
+//! Startup: the revision backfill (schema v3), the move of record blocks
+//! into their index rows (v4), and what they serve.
 
 mod common;
 
@@ -34,7 +35,8 @@ fn backfill_is_recorded_once_and_serves_export_since() {
         // all of them are newer than an older rev, none than the current.
         let mut out = Vec::new();
         let full = store.export_repo(&did, None, &mut out).unwrap().blocks;
-        assert_eq!(full as usize, nulled);
+        // The 3 record blocks live in their index rows and keep their revs.
+        assert_eq!(full as usize, nulled + 3);
         let mut out = Vec::new();
         let older = "2222222222222";
         assert_eq!(
@@ -67,11 +69,20 @@ fn v2_store_migrates_and_backfills() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.sqlite");
     let (did, _) = seeded_store(&path, 4);
-    // Back to the v2 layout, with unversioned blocks.
+    let mut before = Vec::new();
+    {
+        let store = Store::open(&path, Config::default()).unwrap();
+        store.export_repo(&did, None, &mut before).unwrap();
+    }
+    // Back to the v2 layout (record blocks in repo_blocks), with
+    // unversioned blocks.
     let nulled = {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
-            "DROP TABLE rev_backfill; DROP INDEX repo_blocks_norev; \
+            "INSERT INTO repo_blocks (did, cid, repo_rev, bytes) \
+             SELECT did, cid, repo_rev, bytes FROM records WHERE cid_dup = 0; \
+             ALTER TABLE records DROP COLUMN bytes; ALTER TABLE records DROP COLUMN cid_dup; \
+             DROP TABLE rev_backfill; DROP INDEX repo_blocks_norev; \
              CREATE INDEX repo_blocks_norev ON repo_blocks (did, cid) WHERE repo_rev IS NULL; \
              PRAGMA user_version = 2;",
         )
@@ -81,7 +92,11 @@ fn v2_store_migrates_and_backfills() {
     };
     let store = Store::open(&path, Config::default()).unwrap();
     let r = store.startup_report();
-    assert_eq!((r.migrated_from, r.backfilled), (2, nulled));
+    // v4 moved the 4 record blocks out of repo_blocks before the backfill.
+    assert_eq!((r.migrated_from, r.backfilled), (2, nulled - 4));
+    let mut after = Vec::new();
+    store.export_repo(&did, None, &mut after).unwrap();
+    assert_eq!(car_blocks(&after), car_blocks(&before));
     let conn = rusqlite::Connection::open(&path).unwrap();
     let (version, index): (i64, String) = conn
         .query_row(
@@ -91,7 +106,7 @@ fn v2_store_migrates_and_backfills() {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     assert!(index.contains("(did, repo_rev)"), "{index}");
     let p = datagen::store::post(0, 1);
     store
@@ -99,4 +114,15 @@ fn v2_store_migrates_and_backfills() {
         .unwrap();
     assert_eq!(store.check_repo(&did).unwrap(), 5);
     verify_all_events(&store);
+}
+
+/// A CAR's blocks, sorted (export order is not part of the contract).
+fn car_blocks(car: &[u8]) -> Vec<(repo::Cid, Vec<u8>)> {
+    let mut r = repo::car::CarReader::new(car).unwrap().verify(true);
+    let mut out = Vec::new();
+    while let Some(b) = r.next_block().unwrap() {
+        out.push(b);
+    }
+    out.sort();
+    out
 }

@@ -2,6 +2,7 @@
 
 mod common;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use common::*;
@@ -598,4 +599,64 @@ fn current_cid_cache_follows_every_write() {
             .unwrap()
             .is_some()
     );
+}
+
+/// How many times each block appears in `did`'s exported CAR.
+fn exported(store: &Store, did: &str) -> HashMap<Cid, usize> {
+    let mut car = Vec::new();
+    let info = store.export_repo(did, None, &mut car).unwrap();
+    let mut seen = HashMap::new();
+    for b in repo::car::CarReader::new(&car[..]).unwrap().verify(true) {
+        *seen.entry(b.unwrap().0).or_insert(0) += 1;
+    }
+    assert_eq!(seen.values().sum::<usize>() as u64, info.blocks);
+    seen
+}
+
+#[test]
+fn records_sharing_a_block_export_it_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let did = accounts(&store, 1).remove(0);
+    let coll = "app.bsky.feed.post";
+    let body = cbor(&datagen::store::post(0, 7).value);
+    let shared = Cid::for_dag_cbor(&body);
+    // Written out of key order, so the first row holding the block is not
+    // the first one written.
+    for rkey in ["b", "c", "a"] {
+        store
+            .create_record(&did, coll, Some(rkey), body.clone(), None)
+            .unwrap();
+    }
+    let other = cbor(&datagen::store::post(0, 8).value);
+    let check = |what: &str, want: usize| {
+        let seen = exported(&store, &did);
+        assert_eq!(seen.get(&shared).copied().unwrap_or(0), want, "{what}");
+        assert!(seen.values().all(|&n| n == 1), "{what}: a block twice");
+        let stats = store.stats().unwrap();
+        assert_eq!(stats.blocks as usize, seen.len(), "{what}: stats");
+        assert!(store.check_repo(&did).is_ok(), "{what}");
+    };
+    check("three rows", 1);
+    store.delete_record(&did, coll, "a", None, None).unwrap();
+    check("first row deleted", 1);
+    store
+        .put_record(&did, coll, "b", other.clone(), None, None)
+        .unwrap();
+    check("second row rewritten", 1);
+    store.delete_record(&did, coll, "c", None, None).unwrap();
+    check("last row deleted", 0);
+    let got = store.get_record(&did, coll, "b").unwrap().unwrap();
+    assert_eq!(got.cid, Cid::for_dag_cbor(&other));
+    // The re-imported export has the same root and the same records.
+    let mut car = Vec::new();
+    store.export_repo(&did, None, &mut car).unwrap();
+    let dir2 = tempfile::tempdir().unwrap();
+    let copy = open(dir2.path());
+    let info = copy.import_car(&car[..], None).unwrap();
+    assert_eq!(
+        Some(info.commit),
+        store.repo_root(&did).unwrap().map(|r| r.commit)
+    );
+    verify_all_events(&store);
 }
