@@ -19,6 +19,10 @@
 //! speed-up and the non-ECDSA share against either backend read off one
 //! run.
 //!
+//! `commit_sign` likewise: `k256` signs on the default backend and
+//! `k256.rustcrypto` / `k256.libsecp256k1` name one each (every backend
+//! produces the same bytes, checked in setup).
+//!
 //! Keys: each author's key is parsed from its DID document once, in setup
 //! (`Corpus::load`), as a firehose consumer caches one parsed key per DID;
 //! no iteration re-decodes a `did:key` point. Instruction-level profiles of
@@ -76,6 +80,27 @@ fn commits(target: &mut BenchTarget) {
         group.bench(name, "", |b| {
             b.iter(|| black_box(unsigned()).sign(key).to_bytes())
         });
+        if key.algorithm() != Algorithm::K256 {
+            continue;
+        }
+        // `k256` signs on the default backend; each backend by name beside
+        // it (all produce the same bytes).
+        for &backend in K256Backend::ALL {
+            let signed = unsigned().sign_with(key, backend);
+            assert_eq!(
+                signed.to_bytes(),
+                block,
+                "{} signs differently",
+                backend.name()
+            );
+            CommitRef::decode(&signed.to_bytes())
+                .expect("decodes")
+                .verify(&key.public_key())
+                .expect("verifies");
+            group.bench(&format!("{name}.{}", backend.name()), "", |b| {
+                b.iter(|| black_box(unsigned()).sign_with(key, backend).to_bytes())
+            });
+        }
     }
     group.finish();
 

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::cbor::{DecodeError, Encoder, Reader};
 use crate::cid::Cid;
-use crate::crypto::{Keypair, PublicKey, SignatureError};
+use crate::crypto::{K256Backend, Keypair, PublicKey, SignatureError};
 use crate::syntax::{SyntaxError, Tid, validate_did, validate_tid};
 
 /// Why a commit block was rejected.
@@ -131,9 +131,15 @@ impl UnsignedCommit {
         out
     }
 
-    /// Signs with `key`.
+    /// Signs with `key` (secp256k1 on the default backend).
     pub fn sign(self, key: &Keypair) -> SignedCommit {
-        let sig = key.sign(&self.to_bytes());
+        self.sign_with(key, K256Backend::DEFAULT)
+    }
+
+    /// [`sign`](Self::sign) on a chosen secp256k1 backend (ignored for
+    /// P-256); every backend produces the same signature.
+    pub fn sign_with(self, key: &Keypair, backend: K256Backend) -> SignedCommit {
+        let sig = key.sign_digest_with(backend, &Sha256::digest(self.to_bytes()).into());
         SignedCommit {
             unsigned: self,
             sig,

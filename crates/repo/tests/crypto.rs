@@ -258,3 +258,33 @@ proptest::proptest! {
         }
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Random secrets (invalid scalars skipped) and digests: every signing
+    /// backend returns exactly the same 64 bytes, and they verify (low-S,
+    /// since verification rejects high S) on every verification backend.
+    #[test]
+    fn k256_signing_backends_agree(
+        secret in proptest::array::uniform32(proptest::prelude::any::<u8>()),
+        digest in proptest::array::uniform32(proptest::prelude::any::<u8>()),
+    ) {
+        let Ok(key) = Keypair::from_bytes(Algorithm::K256, &secret) else {
+            return Ok(());
+        };
+        let pk = key.public_key();
+        let reference = key.sign_digest_with(K256Backend::RustCrypto, &digest);
+        for &b in K256Backend::ALL {
+            proptest::prop_assert_eq!(
+                key.sign_digest_with(b, &digest),
+                reference,
+                "backend {} signs differently",
+                b.name()
+            );
+        }
+        proptest::prop_assert_eq!(key.sign_digest(&digest), reference);
+        proptest::prop_assert_eq!(pk.verify_digest(&digest, &reference), Ok(()));
+        proptest::prop_assert_eq!(all_backends(&pk, &digest, &reference), Ok(()));
+    }
+}
