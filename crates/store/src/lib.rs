@@ -30,8 +30,9 @@
 //! NORMAL by default (durable against process crashes, not power loss),
 //! FULL with [`Config::durable`]. The writer's connection never
 //! checkpoints (`wal_autocheckpoint = 0`); a background thread runs PASSIVE
-//! checkpoints every 20 ms and a RESTART once the WAL passes 8192 frames,
-//! so no COMMIT pays for a checkpoint's fsync.
+//! checkpoints every 20 ms, so no COMMIT pays for a checkpoint's fsync;
+//! once the WAL passes 8192 frames, the writer copies the last few frames
+//! itself between two batches so that the WAL rewinds (`batch.rs`).
 //!
 //! The CPU-heavy half of a commit (index checks, lazy MST update, covering
 //! proof, k256 signature) is a `writer::Plan`. When other commits are in
@@ -108,7 +109,7 @@ pub use error::{Result, StoreError};
 pub use schema::StartupReport;
 pub use types::*;
 
-use batch::{Job, Task};
+use batch::Task;
 use writer::Prepared;
 
 /// The store. Share it between threads by reference or `Arc`.
@@ -116,7 +117,7 @@ pub struct Store {
     path: PathBuf,
     config: Config,
     readers: Mutex<Vec<Connection>>,
-    tx: Option<Sender<Box<dyn Job>>>,
+    queue: batch::Queue,
     writer: Option<JoinHandle<()>>,
     tids: TidGenerator,
     revs: Arc<TidGenerator>,
@@ -159,7 +160,7 @@ impl Drop for Reader<'_> {
 
 impl Drop for Store {
     fn drop(&mut self) {
-        self.tx = None;
+        self.queue.close();
         if let Some(h) = self.writer.take() {
             let _ = h.join();
         }
@@ -181,7 +182,11 @@ const WAL_RESTART_FRAMES: i64 = 8192;
 /// pays for a checkpoint (and its fsync); this thread runs PASSIVE
 /// checkpoints, which never block the writer or the readers. It stops when
 /// `stop` is dropped, after one last checkpoint.
-fn spawn_checkpointer(path: &Path, durable: bool) -> Result<(Sender<()>, JoinHandle<()>)> {
+fn spawn_checkpointer(
+    path: &Path,
+    durable: bool,
+    wal: Arc<batch::WalBacklog>,
+) -> Result<(Sender<()>, JoinHandle<()>)> {
     let conn = schema::open_checkpointer(path, durable)?;
     let (stop, rx) = mpsc::channel::<()>();
     let h = std::thread::Builder::new()
@@ -192,18 +197,30 @@ fn spawn_checkpointer(path: &Path, durable: bool) -> Result<(Sender<()>, JoinHan
                     rx.recv_timeout(CHECKPOINT_EVERY),
                     Err(mpsc::RecvTimeoutError::Timeout)
                 );
+                if !wal.idle() && !done {
+                    // The writer is about to copy the last frames.
+                    continue;
+                }
                 // (busy, frames in the WAL, frames checkpointed)
                 let passive = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
                     Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
                 });
-                // Under a steady write load a PASSIVE checkpoint never
-                // catches up with the last frame, so the WAL would never
-                // restart and grow without bound; past a size, RESTART
-                // (which briefly waits for the writer) rewinds it.
+                // Under a steady write load the WAL never rewinds by itself
+                // (see `batch::finish_wal`). Past a size, catch up with
+                // back-to-back passes (each copies what arrived during the
+                // last; a pass under 2 ms means little is left), then have
+                // the writer copy the rest between two batches.
                 if let Ok((log, _)) = passive
                     && log > WAL_RESTART_FRAMES
                 {
-                    let _ = conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()));
+                    for _ in 0..8 {
+                        let t = std::time::Instant::now();
+                        let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                        if t.elapsed() < std::time::Duration::from_millis(2) {
+                            break;
+                        }
+                    }
+                    wal.request();
                 }
                 if done {
                     break;
@@ -230,20 +247,17 @@ impl Store {
     pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
         let (conn, report) = schema::startup(&path, config.durable)?;
-        let (tx, rx) = mpsc::channel::<Box<dyn Job>>();
         let revs = Arc::new(TidGenerator::new(0));
         let cids = Arc::new(cid_cache::CidCache::default());
         let w = writer::Writer::new(conn, report.next_seq, revs.clone(), cids.clone());
-        let max_batch = config.max_batch.max(1);
-        let writer = std::thread::Builder::new()
-            .name("atstore-writer".into())
-            .spawn(move || batch::run(w, rx, max_batch))?;
-        let checkpointer = Some(spawn_checkpointer(&path, config.durable)?);
+        let wal = Arc::new(batch::WalBacklog::default());
+        let (queue, writer) = batch::Queue::start(w, config.max_batch, wal.clone())?;
+        let checkpointer = Some(spawn_checkpointer(&path, config.durable, wal)?);
         Ok(Store {
             path,
             config,
             readers: Mutex::new(Vec::new()),
-            tx: Some(tx),
+            queue,
             writer: Some(writer),
             tids: TidGenerator::new(1),
             revs,
@@ -289,10 +303,7 @@ impl Store {
         F: FnOnce(&mut writer::Writer) -> Result<T> + Send + 'static,
     {
         let (rtx, rrx) = mpsc::sync_channel(1);
-        let tx = self.tx.as_ref().ok_or(StoreError::WriterGone)?;
-        tx.send(Box::new(Task::new(f, rtx)))
-            .map_err(|_| StoreError::WriterGone)?;
-        rrx.recv().map_err(|_| StoreError::WriterGone)?
+        self.queue.submit(Box::new(Task::new(f, rtx)), &rrx)
     }
 
     /// Creates an account with an empty, signed repository.
