@@ -39,8 +39,17 @@ pub(crate) fn render_record_into(
     push_cid(cid, out);
     out.push_str("\",\"value\":");
     let value_start = out.len();
+    // The value is written as bytes (text that needs no escaping is copied
+    // without a per-string UTF-8 check) and checked once, whole, here.
+    let mut json = Vec::with_capacity(bytes.len() * 2);
     let mut st = Stream { buf: bytes, pos: 0 };
-    if st.value(out, 0).is_none() || st.pos != bytes.len() {
+    let streamed = match st.value(&mut json, 0) {
+        Some(()) if st.pos == bytes.len() => std::str::from_utf8(&json).ok(),
+        _ => None,
+    };
+    if let Some(value) = streamed {
+        out.push_str(value);
+    } else {
         // Reference path: byte strings, or input the strict decoder
         // rejects (its error is the answer).
         out.truncate(value_start);
@@ -118,17 +127,17 @@ impl<'a> Stream<'a> {
     }
 
     /// Renders one value.
-    fn value(&mut self, out: &mut String, depth: usize) -> Option<()> {
+    fn value(&mut self, out: &mut Vec<u8>, depth: usize) -> Option<()> {
         let b = *self.buf.get(self.pos)?;
         match b >> 5 {
             0 | 1 => {
                 let mut r = Reader::new(self.buf.get(self.pos..)?);
-                repo::cbor::json::push_int(r.read_int().ok()?, out);
+                repo::cbor::json::push_int_bytes(r.read_int().ok()?, out);
                 self.pos += r.position();
             }
             3 => {
                 let (_, len) = self.head()?;
-                push_str_fast(std::str::from_utf8(self.take(len)?).ok()?, out);
+                push_text(self.take(len)?, out)?;
             }
             4 => {
                 if depth >= MAX_DEPTH {
@@ -138,14 +147,14 @@ impl<'a> Stream<'a> {
                 if n > self.remaining() {
                     return None;
                 }
-                out.push('[');
+                out.push(b'[');
                 for i in 0..n {
                     if i > 0 {
-                        out.push(',');
+                        out.push(b',');
                     }
                     self.value(out, depth + 1)?;
                 }
-                out.push(']');
+                out.push(b']');
             }
             5 => {
                 if depth >= MAX_DEPTH {
@@ -156,10 +165,10 @@ impl<'a> Stream<'a> {
                     return None;
                 }
                 let mut prev: &[u8] = &[];
-                out.push('{');
+                out.push(b'{');
                 for i in 0..n {
                     if i > 0 {
-                        out.push(',');
+                        out.push(b',');
                     }
                     let (major, len) = self.head()?;
                     if major != 3 {
@@ -171,25 +180,25 @@ impl<'a> Stream<'a> {
                         return None;
                     }
                     prev = key;
-                    push_str_fast(std::str::from_utf8(key).ok()?, out);
-                    out.push(':');
+                    push_text(key, out)?;
+                    out.push(b':');
                     self.value(out, depth + 1)?;
                 }
-                out.push('}');
+                out.push(b'}');
             }
             6 => {
                 let mut r = Reader::new(self.buf.get(self.pos..)?);
                 let c = r.read_link().ok()?;
                 self.pos += r.position();
-                out.push_str("{\"$link\":\"");
-                push_cid(&c, out);
-                out.push_str("\"}");
+                out.extend_from_slice(b"{\"$link\":\"");
+                out.extend_from_slice(&cid_chars(&c));
+                out.extend_from_slice(b"\"}");
             }
             7 => {
-                out.push_str(match b {
-                    0xf4 => "false",
-                    0xf5 => "true",
-                    0xf6 => "null",
+                out.extend_from_slice(match b {
+                    0xf4 => b"false",
+                    0xf5 => b"true",
+                    0xf6 => b"null",
                     _ => return None, // floats, undefined, simple values
                 });
                 self.pos += 1;
@@ -204,18 +213,25 @@ fn be_uint(s: &[u8]) -> u64 {
     s.iter().fold(0, |acc, &b| (acc << 8) | u64::from(b))
 }
 
-/// A JSON string literal: strings with nothing to escape (nearly all) are
-/// copied whole after a word-at-a-time scan; the rest go through the repo
-/// crate's escaper, so both give identical bytes.
-fn push_str_fast(s: &str, out: &mut String) {
-    if needs_escape(s.as_bytes()) {
-        push_json_str(s, out);
+/// A CBOR text string as a JSON string literal. Text that is ASCII with
+/// nothing to escape (nearly all keys and most values) is copied whole
+/// after one word-at-a-time scan, unchecked as UTF-8 here (the caller
+/// checks the finished value once); anything else is checked as UTF-8
+/// (`None` when it is not) and goes through the repo crate's escaper, so
+/// both give the reference path's bytes.
+fn push_text(bytes: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    if plain_ascii(bytes) {
+        out.reserve(bytes.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(bytes);
+        out.push(b'"');
     } else {
-        out.reserve(s.len() + 2);
-        out.push('"');
-        out.push_str(s);
-        out.push('"');
+        let s = std::str::from_utf8(bytes).ok()?;
+        let mut escaped = String::with_capacity(bytes.len() + 8);
+        push_json_str(s, &mut escaped);
+        out.extend_from_slice(escaped.as_bytes());
     }
+    Some(())
 }
 
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -232,21 +248,23 @@ fn word_needs_escape(w: u64) -> bool {
         != 0
 }
 
-/// Whether any byte of `s` must be escaped in a JSON string.
-fn needs_escape(s: &[u8]) -> bool {
+/// Whether every byte of `s` is ASCII and needs no escaping in a JSON
+/// string.
+fn plain_ascii(s: &[u8]) -> bool {
+    let clean = |w: u64| w & HIGH == 0 && !word_needs_escape(w);
     let mut chunks = s.chunks_exact(8);
     for c in &mut chunks {
         let mut w = [0u8; 8];
         w.copy_from_slice(c);
-        if word_needs_escape(u64::from_le_bytes(w)) {
-            return true;
+        if !clean(u64::from_le_bytes(w)) {
+            return false;
         }
     }
     let rest = chunks.remainder();
     // Padding with a byte that never needs escaping.
     let mut w = [b'a'; 8];
     w[..rest.len()].copy_from_slice(rest);
-    word_needs_escape(u64::from_le_bytes(w))
+    clean(u64::from_le_bytes(w))
 }
 
 const BASE32: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
@@ -265,6 +283,12 @@ static BASE32_PAIRS: [[u8; 2]; 1024] = {
 /// Appends the CID's string form (`b` + lowercase unpadded base32 of its 36
 /// bytes), the same bytes as `Cid::push_str`.
 pub(crate) fn push_cid(cid: &Cid, out: &mut String) {
+    // Only base32 symbols: always ASCII.
+    out.push_str(std::str::from_utf8(&cid_chars(cid)).unwrap_or_default());
+}
+
+/// The CID's string form as ASCII bytes.
+fn cid_chars(cid: &Cid) -> [u8; Cid::STR_LEN] {
     let b = cid.to_bytes();
     let mut buf = [0u8; Cid::STR_LEN];
     buf[0] = b'b';
@@ -277,8 +301,7 @@ pub(crate) fn push_cid(cid: &Cid, out: &mut String) {
     let last = b[35];
     buf[57] = BASE32[usize::from(last >> 3)];
     buf[58] = BASE32[usize::from((last & 7) << 2)];
-    // Only base32 symbols: always ASCII.
-    out.push_str(std::str::from_utf8(&buf).unwrap_or_default());
+    buf
 }
 
 #[cfg(test)]
@@ -321,11 +344,11 @@ mod tests {
                 buf: &bytes,
                 pos: 0,
             };
-            let mut out = String::new();
+            let mut out = Vec::new();
             total += 1;
             if st.value(&mut out, 0).is_some() && st.pos == bytes.len() {
                 streamed += 1;
-                assert_eq!(out, reference(&bytes));
+                assert_eq!(String::from_utf8(out).unwrap(), reference(&bytes));
             }
         }
         // Only records holding byte strings fall back.
@@ -365,17 +388,20 @@ mod tests {
     }
 
     #[test]
-    fn needs_escape_has_no_false_negatives() {
-        let naive = |s: &[u8]| s.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
+    fn plain_ascii_is_exact() {
+        let naive = |s: &[u8]| {
+            s.iter()
+                .all(|&b| b.is_ascii() && b >= 0x20 && b != b'"' && b != b'\\')
+        };
         for len in 0..20 {
             for pos in 0..len {
                 for b in 0..=255u8 {
                     let mut s = vec![b'x'; len];
                     s[pos] = b;
-                    assert_eq!(needs_escape(&s), naive(&s), "{s:?}");
+                    assert_eq!(plain_ascii(&s), naive(&s), "{s:?}");
                     s.iter_mut().for_each(|c| *c = 0xc3);
                     s[pos] = b;
-                    assert_eq!(needs_escape(&s), naive(&s), "{s:?}");
+                    assert_eq!(plain_ascii(&s), naive(&s), "{s:?}");
                 }
             }
         }

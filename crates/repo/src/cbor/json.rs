@@ -138,6 +138,18 @@ pub fn write_json<N: Node>(v: &N, out: &mut String) {
 /// DAG-CBOR integer), without going through `fmt`.
 pub fn push_int(i: i64, out: &mut String) {
     let mut buf = [0u8; 20];
+    // Only ASCII digits and '-' are written.
+    out.push_str(std::str::from_utf8(int_digits(i, &mut buf)).unwrap_or("0"));
+}
+
+/// [`push_int`] for a byte buffer.
+pub fn push_int_bytes(i: i64, out: &mut Vec<u8>) {
+    let mut buf = [0u8; 20];
+    out.extend_from_slice(int_digits(i, &mut buf));
+}
+
+/// The decimal text of `i` (ASCII), written at the end of `buf`.
+fn int_digits(i: i64, buf: &mut [u8; 20]) -> &[u8] {
     let mut pos = buf.len();
     let mut n = i.unsigned_abs();
     loop {
@@ -149,10 +161,11 @@ pub fn push_int(i: i64, out: &mut String) {
         }
     }
     if i < 0 {
-        out.push('-');
+        // 19 digits at most for |i64|, so there is room for the sign.
+        pos -= 1;
+        buf[pos] = b'-';
     }
-    // Only ASCII digits were written.
-    out.push_str(std::str::from_utf8(&buf[pos..]).unwrap_or("0"));
+    &buf[pos..]
 }
 
 /// Appends `s` as a JSON string literal.
