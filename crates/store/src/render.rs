@@ -19,53 +19,9 @@ use repo::cbor::json::push_json_str;
 
 use crate::error::Result;
 
-/// Appends `{"uri":..,"cid":..,"value":..}` for one record to `out`.
-pub(crate) fn render_record_into(
-    did: &str,
-    collection: &str,
-    rkey: &str,
-    cid: &Cid,
-    bytes: &[u8],
-    out: &mut String,
-) -> Result<()> {
-    let start = out.len();
-    out.push_str("{\"uri\":\"at://");
-    out.push_str(did);
-    out.push('/');
-    out.push_str(collection);
-    out.push('/');
-    out.push_str(rkey);
-    out.push_str("\",\"cid\":\"");
-    push_cid(cid, out);
-    out.push_str("\",\"value\":");
-    let value_start = out.len();
-    // The value is written as bytes (text that needs no escaping is copied
-    // without a per-string UTF-8 check) and checked once, whole, here.
-    let mut json = Vec::with_capacity(bytes.len() * 2);
-    let mut st = Stream { buf: bytes, pos: 0 };
-    let streamed = match st.value(&mut json, 0) {
-        Some(()) if st.pos == bytes.len() => std::str::from_utf8(&json).ok(),
-        _ => None,
-    };
-    if let Some(value) = streamed {
-        out.push_str(value);
-    } else {
-        // Reference path: byte strings, or input the strict decoder
-        // rejects (its error is the answer).
-        out.truncate(value_start);
-        match repo::cbor::decode(bytes) {
-            Ok(value) => repo::cbor::json::write_json(&value, out),
-            Err(e) => {
-                out.truncate(start);
-                return Err(e.into());
-            }
-        }
-    }
-    out.push('}');
-    Ok(())
-}
-
-/// `{"uri":..,"cid":..,"value":..}` as a new string.
+/// `{"uri":..,"cid":..,"value":..}` as a new string. The whole record is
+/// written as bytes into one buffer (text that needs no escaping is copied
+/// without a per-string UTF-8 check) and checked as UTF-8 once, at the end.
 pub(crate) fn render_record(
     did: &str,
     collection: &str,
@@ -73,9 +29,67 @@ pub(crate) fn render_record(
     cid: &Cid,
     bytes: &[u8],
 ) -> Result<String> {
+    let mut out = Vec::with_capacity(bytes.len() * 2 + 160);
+    out.extend_from_slice(b"{\"uri\":\"at://");
+    out.extend_from_slice(did.as_bytes());
+    out.push(b'/');
+    out.extend_from_slice(collection.as_bytes());
+    out.push(b'/');
+    out.extend_from_slice(rkey.as_bytes());
+    out.extend_from_slice(b"\",\"cid\":\"");
+    out.extend_from_slice(&cid_chars(cid));
+    out.extend_from_slice(b"\",\"value\":");
+    let value_start = out.len();
+    let mut st = Stream { buf: bytes, pos: 0 };
+    if st.value(&mut out, 0).is_some() && st.pos == bytes.len() {
+        out.push(b'}');
+        // Always UTF-8 (`push_text` copies only ASCII unchecked); were it
+        // not, the reference path below would answer.
+        if let Ok(json) = String::from_utf8(out) {
+            return Ok(json);
+        }
+        return render_reference(did, collection, rkey, cid, bytes);
+    }
+    out.truncate(value_start);
+    match String::from_utf8(out) {
+        Ok(mut json) => {
+            reference_value(bytes, &mut json)?;
+            json.push('}');
+            Ok(json)
+        }
+        Err(_) => render_reference(did, collection, rkey, cid, bytes),
+    }
+}
+
+/// The whole record on the reference path (`String` all the way).
+fn render_reference(
+    did: &str,
+    collection: &str,
+    rkey: &str,
+    cid: &Cid,
+    bytes: &[u8],
+) -> Result<String> {
     let mut out = String::with_capacity(bytes.len() * 2 + 160);
-    render_record_into(did, collection, rkey, cid, bytes, &mut out)?;
+    out.push_str("{\"uri\":\"at://");
+    out.push_str(did);
+    out.push('/');
+    out.push_str(collection);
+    out.push('/');
+    out.push_str(rkey);
+    out.push_str("\",\"cid\":\"");
+    push_cid(cid, &mut out);
+    out.push_str("\",\"value\":");
+    reference_value(bytes, &mut out)?;
+    out.push('}');
     Ok(out)
+}
+
+/// Reference path for the value: byte strings, or input the strict
+/// decoder rejects (its error is the answer).
+fn reference_value(bytes: &[u8], out: &mut String) -> Result<()> {
+    let value = repo::cbor::decode(bytes)?;
+    repo::cbor::json::write_json(&value, out);
+    Ok(())
 }
 
 /// A strict DAG-CBOR cursor for the streaming renderer. It accepts a subset
@@ -432,9 +446,9 @@ mod tests {
             &[0xa1, 0x61, 0x61, 0xf7][..],
             &[0xa2, 0x62, 0x61, 0x61, 0x01, 0x61, 0x62, 0x02][..],
         ] {
-            let mut out = String::from("keep");
-            assert!(render_record_into("did:plc:x", "a.b.c", "k", &cid, bad, &mut out).is_err());
-            assert_eq!(out, "keep");
+            let want = crate::StoreError::from(repo::cbor::decode(bad).unwrap_err());
+            let got = render_record("did:plc:x", "a.b.c", "k", &cid, bad).unwrap_err();
+            assert_eq!(got.to_string(), want.to_string(), "{bad:x?}");
         }
     }
 }
