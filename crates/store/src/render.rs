@@ -17,7 +17,7 @@ use repo::cbor::MAX_DEPTH;
 use repo::cbor::Reader;
 use repo::cbor::json::push_json_str;
 
-use crate::error::Result;
+use crate::error::{Result, StoreError};
 
 /// `{"uri":..,"cid":..,"value":..}` as a new string. The whole record is
 /// written as bytes into one buffer (text that needs no escaping is copied
@@ -41,47 +41,19 @@ pub(crate) fn render_record(
     out.extend_from_slice(b"\",\"value\":");
     let value_start = out.len();
     let mut st = Stream { buf: bytes, pos: 0 };
-    if st.value(&mut out, 0).is_some() && st.pos == bytes.len() {
-        out.push(b'}');
-        // Always UTF-8 (`push_text` copies only ASCII unchecked); were it
-        // not, the reference path below would answer.
-        if let Ok(json) = String::from_utf8(out) {
-            return Ok(json);
-        }
-        return render_reference(did, collection, rkey, cid, bytes);
+    let streamed = st.value(&mut out, 0).is_some() && st.pos == bytes.len();
+    if !streamed {
+        out.truncate(value_start);
     }
-    out.truncate(value_start);
-    match String::from_utf8(out) {
-        Ok(mut json) => {
-            reference_value(bytes, &mut json)?;
-            json.push('}');
-            Ok(json)
-        }
-        Err(_) => render_reference(did, collection, rkey, cid, bytes),
+    // Only `&str` pieces, base32, and text that is plain ASCII or was
+    // checked as UTF-8 (`push_text`) went in.
+    let mut json = String::from_utf8(out)
+        .map_err(|_| StoreError::Corrupt("rendered record JSON is not UTF-8".into()))?;
+    if !streamed {
+        reference_value(bytes, &mut json)?;
     }
-}
-
-/// The whole record on the reference path (`String` all the way).
-fn render_reference(
-    did: &str,
-    collection: &str,
-    rkey: &str,
-    cid: &Cid,
-    bytes: &[u8],
-) -> Result<String> {
-    let mut out = String::with_capacity(bytes.len() * 2 + 160);
-    out.push_str("{\"uri\":\"at://");
-    out.push_str(did);
-    out.push('/');
-    out.push_str(collection);
-    out.push('/');
-    out.push_str(rkey);
-    out.push_str("\",\"cid\":\"");
-    push_cid(cid, &mut out);
-    out.push_str("\",\"value\":");
-    reference_value(bytes, &mut out)?;
-    out.push('}');
-    Ok(out)
+    json.push('}');
+    Ok(json)
 }
 
 /// Reference path for the value: byte strings, or input the strict
@@ -294,14 +266,8 @@ static BASE32_PAIRS: [[u8; 2]; 1024] = {
     t
 };
 
-/// Appends the CID's string form (`b` + lowercase unpadded base32 of its 36
-/// bytes), the same bytes as `Cid::push_str`.
-pub(crate) fn push_cid(cid: &Cid, out: &mut String) {
-    // Only base32 symbols: always ASCII.
-    out.push_str(std::str::from_utf8(&cid_chars(cid)).unwrap_or_default());
-}
-
-/// The CID's string form as ASCII bytes.
+/// The CID's string form (`b` + lowercase unpadded base32 of its 36
+/// bytes) as ASCII bytes, the same bytes as `Cid::push_str`.
 fn cid_chars(cid: &Cid) -> [u8; Cid::STR_LEN] {
     let b = cid.to_bytes();
     let mut buf = [0u8; Cid::STR_LEN];
@@ -390,14 +356,12 @@ mod tests {
     }
 
     #[test]
-    fn push_cid_matches_cid_display() {
+    fn cid_chars_match_cid_display() {
         for i in 0..2000u32 {
             let cid = Cid::for_dag_cbor(&i.to_le_bytes());
-            let mut ours = String::new();
-            push_cid(&cid, &mut ours);
             let mut theirs = String::new();
             cid.push_str(&mut theirs);
-            assert_eq!(ours, theirs);
+            assert_eq!(&cid_chars(&cid)[..], theirs.as_bytes());
         }
     }
 
