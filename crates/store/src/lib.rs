@@ -525,14 +525,19 @@ impl Store {
             Ok(r.query_row(sql, [], |row| row.get::<_, Option<i64>>(0))?
                 .unwrap_or(0))
         };
+        // (blocks, bytes) of one table, in one scan.
+        let blocks_of = |sql: &str| -> Result<(i64, i64)> {
+            Ok(r.query_row(sql, [], |row| {
+                Ok((row.get(0)?, row.get::<_, Option<i64>>(1)?.unwrap_or(0)))
+            })?)
+        };
+        let nodes = blocks_of("SELECT COUNT(*), SUM(length(bytes)) FROM repo_blocks")?;
+        let recs = blocks_of("SELECT COUNT(*), SUM(length(bytes)) FROM records WHERE cid_dup = 0")?;
         Ok(Stats {
             accounts: q("SELECT COUNT(*) FROM repo_root")? as u64,
             records: q("SELECT COUNT(*) FROM records")? as u64,
-            blocks: (q("SELECT COUNT(*) FROM repo_blocks")?
-                + q("SELECT COUNT(*) FROM records WHERE cid_dup = 0")?) as u64,
-            block_bytes: (q("SELECT SUM(length(bytes)) FROM repo_blocks")?
-                + q("SELECT SUM(length(bytes)) FROM records WHERE cid_dup = 0")?)
-                as u64,
+            blocks: (nodes.0 + recs.0) as u64,
+            block_bytes: (nodes.1 + recs.1) as u64,
             events: q("SELECT COUNT(*) FROM seq_events")? as u64,
             blobs: q("SELECT COUNT(*) FROM blobs")? as u64,
             last_seq: q("SELECT MAX(seq) FROM seq_events")?,

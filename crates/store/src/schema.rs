@@ -74,10 +74,9 @@ const BUSY_GIVE_UP: Duration = Duration::from_secs(10);
 /// The busy handler of every connection (instead of `busy_timeout`): retry
 /// every 50 µs for the first 5 ms, then every 1 ms, up to [`BUSY_GIVE_UP`].
 /// SQLite's own handler sleeps 1, 2, 5, 10, 15, 20, 25 ... ms between
-/// tries, so the writer, blocked for a moment by the checkpointer's WAL
-/// RESTART (every ~8192 frames, a few ms), slept for tens of ms each time:
-/// the average `BEGIN IMMEDIATE` of a single caller's commit was ~320 µs,
-/// and its throughput a third lower than with this handler.
+/// tries, so a connection blocked for a moment slept for tens of ms (when
+/// the checkpointer still forced WAL RESTARTs, a single caller's
+/// `BEGIN IMMEDIATE` averaged ~320 µs).
 fn wait_briefly(attempt: i32) -> bool {
     let attempt = u32::try_from(attempt).unwrap_or(0);
     let (fast, fast_step, slow_step) =
