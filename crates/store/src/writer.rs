@@ -82,10 +82,6 @@ const SQL_DEMOTE_NEXT: &str = "UPDATE records SET cid_dup = 1 WHERE did = ?1 AND
 const SQL_PROMOTE_FIRST: &str = "UPDATE records SET cid_dup = 0 WHERE did = ?1 AND (collection, rkey) = \
      (SELECT collection, rkey FROM records INDEXED BY records_cid WHERE did = ?1 AND cid = ?2 \
      ORDER BY collection, rkey LIMIT 1) AND cid_dup = 1";
-/// After an import: every record whose CID an earlier row already holds.
-const SQL_MARK_CID_DUPS: &str = "UPDATE records SET cid_dup = 1 WHERE did = ?1 AND EXISTS \
-     (SELECT 1 FROM records o INDEXED BY records_cid WHERE o.did = records.did \
-     AND o.cid = records.cid AND (o.collection, o.rkey) < (records.collection, records.rkey))";
 const SQL_DEL_RECORD: &str = "DELETE FROM records WHERE did = ?1 AND collection = ?2 AND rkey = ?3";
 const SQL_DEL_RECORD_BLOBS: &str = "DELETE FROM record_blobs WHERE did = ?1 AND record = ?2";
 const SQL_PUT_RECORD_BLOB: &str =
@@ -514,19 +510,14 @@ impl Writer {
         }
         {
             let mut up = self.conn.prepare_cached(SQL_UPSERT_RECORD)?;
+            // MST order is not `(collection, rkey)` order, so the write
+            // path's flag upkeep runs for each row as it would for a write.
+            let mut demote = self.conn.prepare_cached(SQL_DEMOTE_NEXT)?;
             for (coll, rkey, cid, bytes) in &imp.records {
-                up.execute(params![
-                    did,
-                    coll,
-                    rkey,
-                    &cid.to_bytes()[..],
-                    imp.rev,
-                    bytes
-                ])?;
+                let c = cid.to_bytes();
+                up.execute(params![did, coll, rkey, &c[..], imp.rev, bytes])?;
+                demote.execute(params![did, &c[..], coll, rkey])?;
             }
-            self.conn
-                .prepare_cached(SQL_MARK_CID_DUPS)?
-                .execute([did])?;
             let mut put_rb = self.conn.prepare_cached(SQL_PUT_RECORD_BLOB)?;
             for (path, blob) in &imp.blob_refs {
                 put_rb.execute(params![did, &blob.to_bytes()[..], path])?;
