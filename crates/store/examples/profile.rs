@@ -6,8 +6,11 @@
 //! ```
 //!
 //! `mode` is one of `current_cid`, `get_record`, `list_records`, `apply`
-//! (one caller's createRecord), `apply_delete` (a create and its delete). The fixture (one account, `PROFILE_RECORDS`
-//! records, default 2,000) is built in a temp dir before the measured loop;
+//! (one caller's createRecord), `apply_delete` (a create and its delete),
+//! `tier` (the bench's size tiers: a create, timed, then its delete),
+//! `apply_callers_<c>` (`c` threads creating records on their own
+//! accounts, `n` creates in all). The fixture (one account, `PROFILE_RECORDS`
+//! records, default 2,000) is built in a temp dir (or at `PROFILE_DB`) before the measured loop;
 //! `n` operations follow.
 
 use std::hint::black_box;
@@ -32,7 +35,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .transpose()?
         .unwrap_or(20_000);
     let dir = tempfile::tempdir()?;
-    let store = Store::open(dir.path().join("p.sqlite"), Config::default())?;
+    // `PROFILE_DB` keeps the database (e.g. to map WAL pages to tables).
+    let path = std::env::var_os("PROFILE_DB")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| dir.path().join("p.sqlite"));
+    let store = Store::open(path, Config::default())?;
     let did = datagen::store::did(1);
     let key = Keypair::from_bytes(Algorithm::K256, &datagen::store::signing_secret(1))?;
     store.create_account(&did, &key)?;
@@ -60,6 +67,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let bodies: Vec<Vec<u8>> = (0..32)
         .map(|k| cbor(&datagen::store::post(1, k).value))
         .collect();
+    if let Some(callers) = mode.strip_prefix("apply_callers_") {
+        return apply_callers(&store, callers.parse()?, n, &bodies);
+    }
+    let mut timed = std::time::Duration::ZERO;
     let t = Instant::now();
     for i in 0..n {
         let (coll, rkey) = &keys[(i * 7919) % keys.len()];
@@ -89,12 +100,62 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let rkey = c.results[0].uri.rsplit('/').next().unwrap_or_default();
                 store.delete_record(&did, "app.bsky.feed.post", rkey, None, None)?;
             }
+            "tier" => {
+                let body = bodies[i % bodies.len()].clone();
+                let t0 = Instant::now();
+                let c = store.create_record(&did, "app.bsky.feed.post", None, body, None)?;
+                timed += t0.elapsed();
+                let rkey = c.results[0].uri.rsplit('/').next().unwrap_or_default();
+                store.delete_record(&did, "app.bsky.feed.post", rkey, None, None)?;
+            }
             other => return Err(format!("unknown mode {other}").into()),
         }
     }
     let el = t.elapsed();
     eprintln!(
         "{mode}: {n} ops in {el:.2?} ({:.0} ops/s)",
+        n as f64 / el.as_secs_f64()
+    );
+    eprintln!(
+        "timed creates: {:.1} us each",
+        timed.as_secs_f64() * 1e6 / n as f64
+    );
+    Ok(())
+}
+
+/// `apply_callers_<c>`: `c` threads, each creating records on its own
+/// account, `n` creates in all (the bench's `callers-<c>` shape).
+fn apply_callers(
+    store: &Store,
+    callers: usize,
+    n: usize,
+    bodies: &[Vec<u8>],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut dids = Vec::new();
+    for c in 0..callers {
+        let did = datagen::store::did(1000 + c as u64);
+        let key = Keypair::from_bytes(
+            Algorithm::K256,
+            &datagen::store::signing_secret(1000 + c as u64),
+        )?;
+        store.create_account(&did, &key)?;
+        dids.push(did);
+    }
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for did in &dids {
+            s.spawn(move || {
+                for i in 0..n / callers {
+                    let body = bodies[i % bodies.len()].clone();
+                    let r = store.create_record(did, "app.bsky.feed.post", None, body, None);
+                    black_box(r.expect("create"));
+                }
+            });
+        }
+    });
+    let el = t.elapsed();
+    eprintln!(
+        "apply x{callers}: {n} ops in {el:.2?} ({:.0} ops/s)",
         n as f64 / el.as_secs_f64()
     );
     Ok(())

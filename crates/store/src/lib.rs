@@ -34,13 +34,26 @@
 //! once the WAL passes 8192 frames, the writer copies the last few frames
 //! itself between two batches so that the WAL rewinds (`batch.rs`).
 //!
+//! The writer's connection opens through a thin VFS over SQLite's unix VFS
+//! (`vfs.rs`) that hands each transaction's WAL frames to the kernel in one
+//! write instead of two per frame (header, page). The frames are in the
+//! file before SQLite publishes the commit to other connections, so
+//! readers, the checkpointer and a process killed after an acknowledged
+//! write see exactly what they would without it. On the 2-core bench VM
+//! this cut a single caller's kernel time per createRecord from ~190 µs to
+//! ~70 µs.
+//!
 //! The CPU-heavy half of a commit (index checks, lazy MST update, covering
 //! proof, k256 signature) is a `writer::Plan`. When other commits are in
 //! flight, the caller computes its plan on a reader snapshot, in parallel
 //! with the others; the writer uses it only if the repo's commit is still
 //! the one the plan was based on, and otherwise (or when the caller is
 //! alone, and the writer's warm caches make it cheaper) computes the
-//! commit itself. Either way the swap checks and the rows are decided
+//! commit itself. Caller-side plans keep a decoded-node cache per account,
+//! so a caller writing one account reads only the nodes its last commit
+//! did not leave in the cache (with one shared pool of caches, ten callers
+//! on ten accounts mostly missed, and a caller-side plan cost ~2.7x the
+//! writer's). Either way the swap checks and the rows are decided
 //! inside the writer's transaction.
 //!
 //! # Read path
@@ -61,7 +74,8 @@
 //! `types` (public values), `read` (lookups, getRecord, listRecords),
 //! `blobs`, `sync` (export, catch-up, import, check), `accounts`
 //! (`#identity` / `#account` state and events), `writer` (the write path),
-//! `schema` (PRAGMAs, migrations, startup), `render`, `cid_cache`.
+//! `schema` (PRAGMAs, migrations, startup), `render`, `cid_cache`, `vfs`
+//! (the writer's WAL write coalescing).
 //!
 //! # Input checks
 //!
@@ -84,6 +98,7 @@ mod render;
 pub mod schema;
 mod sync;
 mod types;
+mod vfs;
 mod writer;
 
 #[cfg(feature = "bench-internals")]
@@ -122,9 +137,11 @@ pub struct Store {
     tids: TidGenerator,
     revs: Arc<TidGenerator>,
     keys: Mutex<HashMap<String, Arc<Keypair>>>,
-    /// Decoded-MST-node caches for caller-side commit plans (one per
-    /// concurrent caller; content-addressed, so any cache serves any repo).
-    node_caches: Mutex<Vec<repo::mst::NodeCache>>,
+    /// Decoded-MST-node caches for caller-side commit plans, one per
+    /// account (at most [`PLAN_CACHE_ACCOUNTS`]): a caller planning a commit
+    /// takes its account's cache, so the nodes of that account's last
+    /// commit are warm (any cache would be correct: they are keyed by CID).
+    node_caches: Mutex<HashMap<String, repo::mst::NodeCache>>,
     /// Commits submitted and not yet answered.
     in_flight: std::sync::atomic::AtomicUsize,
     report: StartupReport,
@@ -170,6 +187,11 @@ impl Drop for Store {
         }
     }
 }
+
+/// Accounts whose caller-side plan caches are kept (all dropped past it).
+const PLAN_CACHE_ACCOUNTS: usize = 128;
+/// Nodes per caller-side plan cache.
+const PLAN_CACHE_NODES: usize = 4096;
 
 /// How often the background checkpointer runs a PASSIVE checkpoint.
 const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
@@ -262,7 +284,7 @@ impl Store {
             tids: TidGenerator::new(1),
             revs,
             keys: Mutex::new(HashMap::new()),
-            node_caches: Mutex::new(Vec::new()),
+            node_caches: Mutex::new(HashMap::new()),
             in_flight: std::sync::atomic::AtomicUsize::new(0),
             report,
             cids,
@@ -437,14 +459,15 @@ impl Store {
                 .node_caches
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .pop()
-                .unwrap_or_else(|| repo::mst::NodeCache::new(8192));
+                .remove(did)
+                .unwrap_or_else(|| repo::mst::NodeCache::new(PLAN_CACHE_NODES));
             let (plan, cache) =
                 plan::plan_commit(&r, cache, &self.revs, did, &root, &key, writes, swap_commit);
             let mut caches = self.node_caches.lock().unwrap_or_else(|p| p.into_inner());
-            if caches.len() < 16 {
-                caches.push(cache);
+            if caches.len() >= PLAN_CACHE_ACCOUNTS {
+                caches.clear();
             }
+            caches.insert(did.to_owned(), cache);
             drop(caches);
             plan.ok()
         })();

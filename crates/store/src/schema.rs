@@ -90,12 +90,15 @@ fn wait_briefly(attempt: i32) -> bool {
 }
 
 /// Opens the writer connection (creating the file) with the store PRAGMAs.
+/// Its WAL writes go through [`crate::vfs`] (one write per commit).
 pub(crate) fn open_writer(path: &std::path::Path, durable: bool) -> Result<Connection> {
-    let mut conn = Connection::open_with_flags(
+    crate::vfs::register().map_err(crate::error::StoreError::Corrupt)?;
+    let mut conn = Connection::open_with_flags_and_vfs(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        crate::vfs::NAME,
     )?;
     conn.set_prepared_statement_cache_capacity(64);
     apply_pragmas(&mut conn, durable, true)?;
