@@ -2,7 +2,7 @@
 //! WAL database, a record index for reads, signed commits, a sequencer for
 //! the firehose, and blobs. Built on the [`repo`] crate.
 //!
-//! # Storage model (schema version 4, see `schema.rs`)
+//! # Storage model (schema version 5, see `schema.rs`)
 //!
 //! | table | key | holds |
 //! |---|---|---|
@@ -10,7 +10,7 @@
 //! | `repo_blocks` | `(did, cid)` | the current repo's commit and MST nodes with the rev that added each; covering partial index `(did, repo_rev) WHERE repo_rev IS NULL` finds unversioned (pre-revision) blocks |
 //! | `rev_backfill` | `did` | v3: the revision of an account's unversioned blocks, written by the startup backfill (one narrow row per account instead of rewriting every block row; `export_repo`'s `since` reads `COALESCE(repo_rev, rev_backfill.rev)`) |
 //! | `records` | `(did, collection, rkey)` | record CID, rev, and (v4) the record block's bytes: getRecord is one row and listRecords one range scan, never a sort or a join; `cid_dup` marks all but the first row holding a CID, so getRepo writes a shared block once; index `(did, cid)` |
-//! | `commits` | `(did, rev)` | commit CID and its event's seq; index `(did, cid)` |
+//! | `commits` | `seq` | v5: the log of commits by the seq of the event that carried each (did, rev, commit CID); no secondary index, since nothing looks a commit up by rev or CID (the spec's suggested `(did, rev)` key and `(did, cid)` index cost each commit two WAL pages, see `schema.rs`) |
 //! | `seq_events` | `seq` | firehose event bodies (DAG-CBOR) by kind: `#commit`, `#sync`, `#identity`, `#account` |
 //! | `blobs` | `(did, cid)` | MIME, size, bytes (raw sha-256 CID) |
 //! | `record_blobs` | `(did, blob, record)` | blobs referenced by records |

@@ -10,7 +10,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use crate::error::Result;
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Connection PRAGMAs shared by the writer and the readers, in order.
 /// `synchronous` is set separately ([`pragmas`]).
@@ -236,8 +236,28 @@ DELETE FROM repo_blocks WHERE EXISTS (SELECT 1 FROM records r
     INDEXED BY records_cid WHERE r.did = repo_blocks.did AND r.cid = repo_blocks.cid);
 "#;
 
+/// Version 5: `commits` becomes the append-only log it is, keyed by the
+/// sequence number of the event that carried each commit. Nothing reads
+/// it by `(did, rev)` or by CID, and its three b-trees (the `(did, rev)`
+/// key, `commits_cid`, `commits_seq`) cost every commit three WAL pages, a
+/// tenth of a createRecord's; the log costs one (appends share the last
+/// leaf), and `MAX(seq)` at startup is its rowid's end. Rows without a seq
+/// (none are written by this crate) are not carried over.
+const V5: &str = r#"
+CREATE TABLE commits_log (
+    seq INTEGER PRIMARY KEY,
+    did TEXT NOT NULL,
+    rev TEXT NOT NULL,
+    cid BLOB NOT NULL
+);
+INSERT INTO commits_log (seq, did, rev, cid)
+    SELECT seq, did, rev, cid FROM commits WHERE seq IS NOT NULL ORDER BY seq;
+DROP TABLE commits;
+ALTER TABLE commits_log RENAME TO commits;
+"#;
+
 /// Migrations, index = version - 1.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// How long each startup stage took.
 #[derive(Debug, Clone, Default)]

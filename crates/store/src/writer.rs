@@ -543,9 +543,7 @@ impl Writer {
             .ok_or_else(|| StoreError::InvalidRepo("commit block missing".into()))?;
         let seq = self.sync_event(did, &imp.commit, &commit_bytes, &imp.rev)?;
         self.conn
-            .prepare_cached(
-                "INSERT OR REPLACE INTO commits (did, rev, cid, seq) VALUES (?1, ?2, ?3, ?4)",
-            )?
+            .prepare_cached("INSERT INTO commits (did, rev, cid, seq) VALUES (?1, ?2, ?3, ?4)")?
             .execute(params![did, imp.rev, &imp.commit.to_bytes()[..], seq])?;
         Ok(CommitInfo {
             did: did.to_owned(),

@@ -74,12 +74,28 @@ fn v2_store_migrates_and_backfills() {
         let store = Store::open(&path, Config::default()).unwrap();
         store.export_repo(&did, None, &mut before).unwrap();
     }
-    // Back to the v2 layout (record blocks in repo_blocks), with
-    // unversioned blocks.
-    let nulled = {
+    let commit_log = |conn: &rusqlite::Connection| -> Vec<(i64, String, String, Vec<u8>)> {
+        let mut st = conn
+            .prepare("SELECT seq, did, rev, cid FROM commits ORDER BY seq")
+            .unwrap();
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    // Back to the v2 layout (record blocks in repo_blocks, commits keyed
+    // by (did, rev) with two indexes), with unversioned blocks.
+    let (nulled, commits_before) = {
         let conn = rusqlite::Connection::open(&path).unwrap();
+        let commits_before = commit_log(&conn);
         conn.execute_batch(
-            "INSERT INTO repo_blocks (did, cid, repo_rev, bytes) \
+            "ALTER TABLE commits RENAME TO commits_v5; \
+             CREATE TABLE commits (did TEXT NOT NULL, rev TEXT NOT NULL, cid BLOB NOT NULL, \
+             seq INTEGER, PRIMARY KEY (did, rev)) WITHOUT ROWID; \
+             CREATE INDEX commits_cid ON commits (did, cid); \
+             CREATE INDEX commits_seq ON commits (seq); \
+             INSERT INTO commits SELECT did, rev, cid, seq FROM commits_v5; DROP TABLE commits_v5; \
+             INSERT INTO repo_blocks (did, cid, repo_rev, bytes) \
              SELECT did, cid, repo_rev, bytes FROM records WHERE cid_dup = 0; \
              ALTER TABLE records DROP COLUMN bytes; ALTER TABLE records DROP COLUMN cid_dup; \
              DROP TABLE rev_backfill; DROP INDEX repo_blocks_norev; \
@@ -87,8 +103,10 @@ fn v2_store_migrates_and_backfills() {
              PRAGMA user_version = 2;",
         )
         .unwrap();
-        conn.execute("UPDATE repo_blocks SET repo_rev = NULL", [])
-            .unwrap()
+        let nulled = conn
+            .execute("UPDATE repo_blocks SET repo_rev = NULL", [])
+            .unwrap();
+        (nulled, commits_before)
     };
     let store = Store::open(&path, Config::default()).unwrap();
     let r = store.startup_report();
@@ -106,8 +124,19 @@ fn v2_store_migrates_and_backfills() {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
-    assert_eq!(version, 4);
+    assert_eq!(version, store::schema::SCHEMA_VERSION);
     assert!(index.contains("(did, repo_rev)"), "{index}");
+    // v5: the commit log is carried over row for row, without its indexes.
+    assert!(commits_before.len() > 4, "the seeded store has commits");
+    assert_eq!(commit_log(&conn), commits_before);
+    let old_indexes: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE name IN ('commits_cid', 'commits_seq')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(old_indexes, 0);
     let p = datagen::store::post(0, 1);
     store
         .create_record(&did, p.collection, None, cbor(&p.value), None)
