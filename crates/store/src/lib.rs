@@ -6,8 +6,8 @@
 //!
 //! | table | key | holds |
 //! |---|---|---|
-//! | `repo_root` | `did` | current commit CID, rev, MST root, k256 signing key (NULL for imported, read-only repos); handle, active flag, status (v2, see `accounts.rs`) |
-//! | `repo_blocks` | `(did, cid)` | the current repo's commit and MST nodes with the rev that added each; covering partial index `(did, repo_rev) WHERE repo_rev IS NULL` finds unversioned (pre-revision) blocks |
+//! | `repo_root` | `did` | current commit CID, rev, MST root, k256 signing key (NULL for imported, read-only repos); handle, active flag, status (v2, see `accounts.rs`); the commit block's bytes (v5) |
+//! | `repo_blocks` | `(did, cid)` | the current repo's MST nodes with the rev that added each; covering partial index `(did, repo_rev) WHERE repo_rev IS NULL` finds unversioned (pre-revision) blocks |
 //! | `rev_backfill` | `did` | v3: the revision of an account's unversioned blocks, written by the startup backfill (one narrow row per account instead of rewriting every block row; `export_repo`'s `since` reads `COALESCE(repo_rev, rev_backfill.rev)`) |
 //! | `records` | `(did, collection, rkey)` | record CID, rev, and (v4) the record block's bytes: getRecord is one row and listRecords one range scan, never a sort or a join; `cid_dup` marks all but the first row holding a CID, so getRepo writes a shared block once; index `(did, cid)` |
 //! | `commits` | `seq` | v5: the log of commits by the seq of the event that carried each (did, rev, commit CID); no secondary index, since nothing looks a commit up by rev or CID (the spec's suggested `(did, rev)` key and `(did, cid)` index cost each commit two WAL pages, see `schema.rs`) |
@@ -16,8 +16,9 @@
 //! | `record_blobs` | `(did, blob, record)` | blobs referenced by records |
 //!
 //! CIDs are stored as their 36 binary bytes. Only the current tree's blocks
-//! are kept: a commit deletes the MST nodes it replaced and the previous
-//! commit block; a record's block goes with its row.
+//! are kept: a commit deletes the MST nodes it replaced and overwrites the
+//! previous commit block in `repo_root`; a record's block goes with its
+//! row.
 //!
 //! # Concurrency and durability
 //!
@@ -556,11 +557,13 @@ impl Store {
         };
         let nodes = blocks_of("SELECT COUNT(*), SUM(length(bytes)) FROM repo_blocks")?;
         let recs = blocks_of("SELECT COUNT(*), SUM(length(bytes)) FROM records WHERE cid_dup = 0")?;
+        let commits =
+            blocks_of("SELECT COUNT(commit_bytes), SUM(length(commit_bytes)) FROM repo_root")?;
         Ok(Stats {
             accounts: q("SELECT COUNT(*) FROM repo_root")? as u64,
             records: q("SELECT COUNT(*) FROM records")? as u64,
-            blocks: (nodes.0 + recs.0) as u64,
-            block_bytes: (nodes.1 + recs.1) as u64,
+            blocks: (nodes.0 + recs.0 + commits.0) as u64,
+            block_bytes: (nodes.1 + recs.1 + commits.1) as u64,
             events: q("SELECT COUNT(*) FROM seq_events")? as u64,
             blobs: q("SELECT COUNT(*) FROM blobs")? as u64,
             last_seq: q("SELECT MAX(seq) FROM seq_events")?,

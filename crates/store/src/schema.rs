@@ -243,7 +243,17 @@ DELETE FROM repo_blocks WHERE EXISTS (SELECT 1 FROM records r
 /// tenth of a createRecord's; the log costs one (appends share the last
 /// leaf), and `MAX(seq)` at startup is its rowid's end. Rows without a seq
 /// (none are written by this crate) are not carried over.
+///
+/// The current commit block moves from `repo_blocks` into its account's
+/// `repo_root` row (`commit_bytes`), which every commit rewrites anyway:
+/// a commit no longer inserts one random-keyed block row and deletes
+/// another (with their WAL pages). `repo_blocks` holds MST nodes only.
 const V5: &str = r#"
+ALTER TABLE repo_root ADD COLUMN commit_bytes BLOB;
+UPDATE repo_root SET commit_bytes = (SELECT b.bytes FROM repo_blocks b
+    WHERE b.did = repo_root.did AND b.cid = repo_root.commit_cid);
+DELETE FROM repo_blocks WHERE EXISTS (SELECT 1 FROM repo_root r
+    WHERE r.did = repo_blocks.did AND r.commit_cid = repo_blocks.cid);
 CREATE TABLE commits_log (
     seq INTEGER PRIMARY KEY,
     did TEXT NOT NULL,

@@ -3,11 +3,12 @@
 
 use std::io::Write;
 
+use repo::Cid;
 use repo::car::CarWriter;
 use repo::crypto::PublicKey;
 use repo::mst::Mst;
 use repo::syntax::validate_did;
-use rusqlite::params;
+use rusqlite::{OptionalExtension, params};
 
 use crate::error::{Result, StoreError};
 use crate::read::root_of;
@@ -16,9 +17,9 @@ use crate::{CommitInfo, Event, ExportInfo, Store, import};
 
 impl Store {
     /// getRepo: streams the repository as a CAR to `out` in constant memory
-    /// (one block in flight), inside one read transaction: the commit and
-    /// MST nodes from `repo_blocks`, then each distinct record block from
-    /// `records`. With `since`, only the blocks added by revs after it (a
+    /// (one block in flight), inside one read transaction: the commit
+    /// block from `repo_root`, the MST nodes from `repo_blocks`, then each
+    /// distinct record block from `records`. With `since`, only the blocks added by revs after it (a
     /// record counts from the rev that last wrote it).
     pub fn export_repo<W: Write>(
         &self,
@@ -37,6 +38,10 @@ impl Store {
                 root_of(&r, did)?.ok_or_else(|| StoreError::UnknownAccount(did.to_owned()))?;
             let mut car = CarWriter::new(out, &[root.commit])?;
             let mut blocks = 0u64;
+            if since.is_none_or(|s| root.rev.as_str() > s) {
+                car.write_block(&root.commit, &commit_block(&r, did)?)?;
+                blocks += 1;
+            }
             let mut st = r.prepare_cached(
                 "SELECT cid, bytes FROM repo_blocks WHERE did = ?1 AND (?2 IS NULL OR \
                  COALESCE(repo_rev, (SELECT rev FROM rev_backfill WHERE did = ?1)) > ?2)",
@@ -126,11 +131,12 @@ impl Store {
         let result = (|| {
             let root =
                 root_of(&r, did)?.ok_or_else(|| StoreError::UnknownAccount(did.to_owned()))?;
-            let src = SqlBlocks { conn: &r, did };
-            let commit_bytes = repo::mst::BlockSource::get_block(&src, &root.commit)
-                .map_err(|e| StoreError::Corrupt(e.to_string()))?
-                .ok_or_else(|| StoreError::Corrupt("commit block missing".into()))?
-                .into_owned();
+            let commit_bytes = commit_block(&r, did)?;
+            if Cid::for_dag_cbor(&commit_bytes) != root.commit {
+                return Err(StoreError::Corrupt(format!(
+                    "{did}: commit block does not hash to the root's commit CID"
+                )));
+            }
             let commit = repo::commit::CommitRef::decode(&commit_bytes)?;
             if commit.data != root.data || commit.rev != root.rev || commit.did != did {
                 return Err(StoreError::Corrupt(
@@ -164,4 +170,14 @@ impl Store {
         let _ = r.execute_batch("COMMIT");
         result
     }
+}
+
+/// The current commit block of `did` (held in its `repo_root` row since
+/// schema v5).
+pub(crate) fn commit_block(conn: &rusqlite::Connection, did: &str) -> Result<Vec<u8>> {
+    conn.prepare_cached("SELECT commit_bytes FROM repo_root WHERE did = ?1")?
+        .query_row([did], |r| r.get::<_, Option<Vec<u8>>>(0))
+        .optional()?
+        .flatten()
+        .ok_or_else(|| StoreError::Corrupt(format!("{did}: commit block missing")))
 }

@@ -86,8 +86,8 @@ const SQL_DEL_RECORD: &str = "DELETE FROM records WHERE did = ?1 AND collection 
 const SQL_DEL_RECORD_BLOBS: &str = "DELETE FROM record_blobs WHERE did = ?1 AND record = ?2";
 const SQL_PUT_RECORD_BLOB: &str =
     "INSERT OR IGNORE INTO record_blobs (did, blob, record) VALUES (?1, ?2, ?3)";
-const SQL_MOVE_ROOT: &str =
-    "UPDATE repo_root SET commit_cid = ?2, rev = ?3, data_cid = ?4 WHERE did = ?1";
+const SQL_MOVE_ROOT: &str = "UPDATE repo_root SET commit_cid = ?2, rev = ?3, data_cid = ?4, \
+     commit_bytes = ?5 WHERE did = ?1";
 const SQL_PUT_COMMIT: &str = "INSERT INTO commits (did, rev, cid, seq) VALUES (?1, ?2, ?3, ?4)";
 const SQL_PUT_EVENT: &str =
     "INSERT INTO seq_events (seq, did, kind, payload) VALUES (?1, ?2, ?3, ?4)";
@@ -291,11 +291,19 @@ impl Writer {
         for (cid, bytes) in &c.new_blocks {
             self.put_block(did, cid, Some(&rev), bytes)?;
         }
-        self.put_block(did, &ccid, Some(&rev), &cbytes)?;
-        self.conn.prepare_cached(
-            "INSERT INTO repo_root (did, commit_cid, rev, data_cid, signing_key) VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?
-        .execute(params![did, &ccid.to_bytes()[..], rev, &c.root.to_bytes()[..], &secret[..]])?;
+        self.conn
+            .prepare_cached(
+                "INSERT INTO repo_root (did, commit_cid, rev, data_cid, signing_key, commit_bytes) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                did,
+                &ccid.to_bytes()[..],
+                rev,
+                &c.root.to_bytes()[..],
+                &secret[..],
+                cbytes
+            ])?;
         // A new account announces itself as the reference PDS does:
         // #identity (no handle yet), #account (active), then #sync.
         self.identity_event(did, None)?;
@@ -374,7 +382,6 @@ impl Writer {
         for (cid, bytes) in &result.commit.new_blocks {
             self.put_block(did, cid, Some(&rev), bytes)?;
         }
-        self.put_block(did, &ccid, Some(&rev), &cbytes)?;
         // Records (index row and block bytes together) and blob references.
         {
             let mut up = self.conn.prepare_cached(SQL_UPSERT_RECORD)?;
@@ -408,19 +415,20 @@ impl Writer {
                 }
             }
         }
-        // Blocks out: the replaced MST nodes and the previous commit.
+        // Blocks out: the replaced MST nodes (the previous commit block is
+        // overwritten in `repo_root`).
         {
             let mut del = self.conn.prepare_cached(SQL_DEL_BLOCK)?;
             for cid in &result.commit.removed {
                 del.execute(params![did, &cid.to_bytes()[..]])?;
             }
-            del.execute(params![did, &root.commit.to_bytes()[..]])?;
         }
         self.conn.prepare_cached(SQL_MOVE_ROOT)?.execute(params![
             did,
             &ccid.to_bytes()[..],
             rev,
-            &result.commit.root.to_bytes()[..]
+            &result.commit.root.to_bytes()[..],
+            cbytes
         ])?;
 
         // The #commit event: commit block, new records, new MST nodes and
@@ -506,7 +514,9 @@ impl Writer {
             self.conn.prepare_cached(sql)?.execute([did])?;
         }
         for (cid, bytes) in &imp.blocks {
-            self.put_block(did, cid, Some(&imp.rev), bytes)?;
+            if *cid != imp.commit {
+                self.put_block(did, cid, Some(&imp.rev), bytes)?;
+            }
         }
         {
             let mut up = self.conn.prepare_cached(SQL_UPSERT_RECORD)?;
@@ -523,24 +533,26 @@ impl Writer {
                 put_rb.execute(params![did, &blob.to_bytes()[..], path])?;
             }
         }
-        self.conn
-            .prepare_cached(
-                "INSERT INTO repo_root (did, commit_cid, rev, data_cid, signing_key) \
-                 VALUES (?1, ?2, ?3, ?4, NULL) ON CONFLICT (did) DO UPDATE SET \
-                 commit_cid = excluded.commit_cid, rev = excluded.rev, data_cid = excluded.data_cid",
-            )?
-            .execute(params![
-                did,
-                &imp.commit.to_bytes()[..],
-                imp.rev,
-                &imp.data.to_bytes()[..]
-            ])?;
         let commit_bytes = imp
             .blocks
             .iter()
             .find(|b| b.0 == imp.commit)
             .map(|b| b.1.clone())
             .ok_or_else(|| StoreError::InvalidRepo("commit block missing".into()))?;
+        self.conn
+            .prepare_cached(
+                "INSERT INTO repo_root (did, commit_cid, rev, data_cid, signing_key, commit_bytes) \
+                 VALUES (?1, ?2, ?3, ?4, NULL, ?5) ON CONFLICT (did) DO UPDATE SET \
+                 commit_cid = excluded.commit_cid, rev = excluded.rev, \
+                 data_cid = excluded.data_cid, commit_bytes = excluded.commit_bytes",
+            )?
+            .execute(params![
+                did,
+                &imp.commit.to_bytes()[..],
+                imp.rev,
+                &imp.data.to_bytes()[..],
+                commit_bytes
+            ])?;
         let seq = self.sync_event(did, &imp.commit, &commit_bytes, &imp.rev)?;
         self.conn
             .prepare_cached("INSERT INTO commits (did, rev, cid, seq) VALUES (?1, ?2, ?3, ?4)")?

@@ -35,8 +35,9 @@ fn backfill_is_recorded_once_and_serves_export_since() {
         // all of them are newer than an older rev, none than the current.
         let mut out = Vec::new();
         let full = store.export_repo(&did, None, &mut out).unwrap().blocks;
-        // The 3 record blocks live in their index rows and keep their revs.
-        assert_eq!(full as usize, nulled + 3);
+        // The 3 record blocks live in their index rows and keep their revs;
+        // the commit block is in `repo_root` (schema v5).
+        assert_eq!(full as usize, nulled + 3 + 1);
         let mut out = Vec::new();
         let older = "2222222222222";
         assert_eq!(
@@ -83,8 +84,9 @@ fn v2_store_migrates_and_backfills() {
             .collect::<Result<_, _>>()
             .unwrap()
     };
-    // Back to the v2 layout (record blocks in repo_blocks, commits keyed
-    // by (did, rev) with two indexes), with unversioned blocks.
+    // Back to the v2 layout (record and commit blocks in repo_blocks,
+    // commits keyed by (did, rev) with two indexes), with unversioned
+    // blocks.
     let (nulled, commits_before) = {
         let conn = rusqlite::Connection::open(&path).unwrap();
         let commits_before = commit_log(&conn);
@@ -97,6 +99,9 @@ fn v2_store_migrates_and_backfills() {
              INSERT INTO commits SELECT did, rev, cid, seq FROM commits_v5; DROP TABLE commits_v5; \
              INSERT INTO repo_blocks (did, cid, repo_rev, bytes) \
              SELECT did, cid, repo_rev, bytes FROM records WHERE cid_dup = 0; \
+             INSERT INTO repo_blocks (did, cid, repo_rev, bytes) \
+             SELECT did, commit_cid, rev, commit_bytes FROM repo_root; \
+             ALTER TABLE repo_root DROP COLUMN commit_bytes; \
              ALTER TABLE records DROP COLUMN bytes; ALTER TABLE records DROP COLUMN cid_dup; \
              DROP TABLE rev_backfill; DROP INDEX repo_blocks_norev; \
              CREATE INDEX repo_blocks_norev ON repo_blocks (did, cid) WHERE repo_rev IS NULL; \
@@ -110,8 +115,9 @@ fn v2_store_migrates_and_backfills() {
     };
     let store = Store::open(&path, Config::default()).unwrap();
     let r = store.startup_report();
-    // v4 moved the 4 record blocks out of repo_blocks before the backfill.
-    assert_eq!((r.migrated_from, r.backfilled), (2, nulled - 4));
+    // v4 moved the 4 record blocks and v5 the commit block out of
+    // repo_blocks before the backfill.
+    assert_eq!((r.migrated_from, r.backfilled), (2, nulled - 4 - 1));
     let mut after = Vec::new();
     store.export_repo(&did, None, &mut after).unwrap();
     assert_eq!(car_blocks(&after), car_blocks(&before));
