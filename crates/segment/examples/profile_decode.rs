@@ -1,7 +1,9 @@
 //! A fixed decode_block loop for callgrind (the `segment.decode_block`
 //! shapes): `cargo build --release -p segment --features bench-internals
 //! --example profile_decode`, then
-//! `valgrind --tool=callgrind target/release/examples/profile_decode [random|zero|identical|mix] [iters] [columns]`.
+//! `valgrind --tool=callgrind target/release/examples/profile_decode [random|zero|identical|mix] [iters] [columns|zstd]`
+//! (`columns`: the body decode alone; `zstd`: the frame decompression alone,
+//! checksum included, to split `segment.decode_block` into its two parts).
 
 use datagen::segment::{BenchPayload, SegEvent, bench_events};
 use segment::bench_internals::{decode_columns, decode_columns_into, encode_columns};
@@ -43,7 +45,8 @@ fn main() {
         .compress_append(&body, &mut frame)
         .expect("compresses");
     let mut zd = Decompressor::new().expect("zstd");
-    if args.next().as_deref() == Some("columns") {
+    let mode = args.next();
+    if mode.as_deref() == Some("columns") {
         // The body decode alone (`segment.decode_columns`), reused vector.
         zd.decompress_into(&frame, None, &mut body)
             .expect("frame decodes");
@@ -56,6 +59,21 @@ fn main() {
         assert_eq!(out, events);
         println!(
             "{shape} columns: {:.2} us/block, {:.2} M rows/s",
+            per * 1e6,
+            events.len() as f64 / per / 1e6
+        );
+        return;
+    }
+    if mode.as_deref() == Some("zstd") {
+        // The zstd half of `segment.decode_block` alone (checksum verified).
+        let start = std::time::Instant::now();
+        for _ in 0..iters {
+            zd.decompress_into(std::hint::black_box(&frame), None, &mut body)
+                .expect("frame decodes");
+        }
+        let per = start.elapsed().as_secs_f64() / iters as f64;
+        println!(
+            "{shape} zstd: {:.2} us/block, {:.2} M rows/s",
             per * 1e6,
             events.len() as f64 / per / 1e6
         );
