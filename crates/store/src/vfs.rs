@@ -457,7 +457,7 @@ mod tests {
 
     use rusqlite::{Connection, OpenFlags, params};
 
-    fn open_pair(path: &std::path::Path, cache_pages: i64) -> (Connection, Connection) {
+    fn open_pair(path: &std::path::Path, cache_pages: i64, sync: &str) -> (Connection, Connection) {
         register().expect("register");
         let w = Connection::open_with_flags_and_vfs(
             path,
@@ -466,7 +466,7 @@ mod tests {
         )
         .expect("writer");
         w.execute_batch(&format!(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync}; \
              PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = {cache_pages}; \
              CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, v BLOB NOT NULL);"
         ))
@@ -496,11 +496,17 @@ mod tests {
     /// the flush threshold, and rolled-back spills, leave an intact file.
     #[test]
     fn wal_writes_survive_spills_rollbacks_and_reopen() {
+        for sync in ["NORMAL", "FULL"] {
+            spills_rollbacks_and_reopen(sync);
+        }
+    }
+
+    fn spills_rollbacks_and_reopen(sync: &str) {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("v.sqlite");
         {
             // A 16-page cache makes every larger transaction spill.
-            let (w, r) = open_pair(&path, 16);
+            let (w, r) = open_pair(&path, 16, sync);
             for k in 0..50i64 {
                 w.execute(
                     "INSERT INTO t (k, v) VALUES (?1, ?2)",
