@@ -10,7 +10,7 @@
 //! `tier` (the bench's size tiers: a create, timed, then its delete),
 //! `apply_callers_<c>` (`c` threads creating records on their own
 //! accounts, `n` creates in all). The fixture (one account, `PROFILE_RECORDS`
-//! records, default 2,000) is built in a temp dir (or at `PROFILE_DB`) before the measured loop;
+//! records, default 2,000; `PROFILE_WAL_FRAMES` sets `Config::wal_restart_frames`) is built in a temp dir (or at `PROFILE_DB`) before the measured loop;
 //! `n` operations follow.
 
 use std::hint::black_box;
@@ -39,7 +39,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::var_os("PROFILE_DB")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| dir.path().join("p.sqlite"));
-    let store = Store::open(path, Config::default())?;
+    let mut config = Config::default();
+    if let Some(frames) = std::env::var("PROFILE_WAL_FRAMES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        config.wal_restart_frames = frames;
+    }
+    let store = Store::open(path, config)?;
     let did = datagen::store::did(1);
     let key = Keypair::from_bytes(Algorithm::K256, &datagen::store::signing_secret(1))?;
     store.create_account(&did, &key)?;

@@ -32,7 +32,7 @@
 //! FULL with [`Config::durable`]. The writer's connection never
 //! checkpoints (`wal_autocheckpoint = 0`); a background thread runs PASSIVE
 //! checkpoints every 20 ms, so no COMMIT pays for a checkpoint's fsync;
-//! once the WAL passes 8192 frames, the writer copies the last few frames
+//! once the WAL passes [`Config::wal_restart_frames`], the writer copies the last few frames
 //! itself between two batches so that the WAL rewinds (`batch.rs`).
 //!
 //! The writer's connection opens through a thin VFS over SQLite's unix VFS
@@ -197,9 +197,6 @@ const PLAN_CACHE_NODES: usize = 4096;
 /// How often the background checkpointer runs a PASSIVE checkpoint.
 const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// WAL length (frames) past which the checkpointer restarts the WAL.
-const WAL_RESTART_FRAMES: i64 = 8192;
-
 /// Moves WAL frames into the database file off the writer's path: the
 /// writer's connection has `wal_autocheckpoint = 0`, so its COMMIT never
 /// pays for a checkpoint (and its fsync); this thread runs PASSIVE
@@ -208,6 +205,7 @@ const WAL_RESTART_FRAMES: i64 = 8192;
 fn spawn_checkpointer(
     path: &Path,
     durable: bool,
+    restart_frames: i64,
     wal: Arc<batch::WalBacklog>,
 ) -> Result<(Sender<()>, JoinHandle<()>)> {
     let conn = schema::open_checkpointer(path, durable)?;
@@ -234,7 +232,7 @@ fn spawn_checkpointer(
                 // last; a pass under 2 ms means little is left), then have
                 // the writer copy the rest between two batches.
                 if let Ok((log, _)) = passive
-                    && log > WAL_RESTART_FRAMES
+                    && log > restart_frames
                 {
                     for _ in 0..8 {
                         let t = std::time::Instant::now();
@@ -275,7 +273,12 @@ impl Store {
         let w = writer::Writer::new(conn, report.next_seq, revs.clone(), cids.clone());
         let wal = Arc::new(batch::WalBacklog::default());
         let (queue, writer) = batch::Queue::start(w, config.max_batch, wal.clone())?;
-        let checkpointer = Some(spawn_checkpointer(&path, config.durable, wal)?);
+        let checkpointer = Some(spawn_checkpointer(
+            &path,
+            config.durable,
+            config.wal_restart_frames,
+            wal,
+        )?);
         Ok(Store {
             path,
             config,

@@ -17,6 +17,12 @@ pub struct Config {
     pub max_batch: usize,
     /// Reader connections kept in the pool.
     pub readers: usize,
+    /// WAL length (frames of one page) past which the background
+    /// checkpointer catches up and has the writer rewind the WAL (see
+    /// `batch.rs`). Each rewind costs the writer a short checkpoint with
+    /// two fsyncs between two batches; a longer WAL means fewer of them and
+    /// a larger file.
+    pub wal_restart_frames: i64,
 }
 
 impl Default for Config {
@@ -28,6 +34,7 @@ impl Default for Config {
             max_writes: 200,
             max_batch: 256,
             readers: 128,
+            wal_restart_frames: 8192,
         }
     }
 }
