@@ -33,10 +33,8 @@
 //! the size-biased limit): the bytes to re-encode and hash grow 2.2-2.5x.
 //! The time ratio follows the bytes: `ours` measured 6.7-7.1 / 9.4-9.5 /
 //! 15.1-15.8 µs (quick mode, shared 2-core machine, four runs), 2.2-2.35x,
-//! the same as before the changes below within noise (7.2-7.9 / 9.9-10.3
-//! / 14.4-18.0 µs, 2.0-2.3x, three runs); so the residual is inherent to
-//! rewriting whole nodes, not a cost that grows by accident. Costs that were not inherent were
-//! removed anyway: SipHash sets per commit, key clones at commit, maps and
+//! before the commit change described further down. Earlier costs that
+//! were not inherent had been removed already: SipHash sets per commit, key clones at commit, maps and
 //! vectors re-grown per write, a zero-fill and a copy per decoded key (see
 //! crates/repo/src/mst/); the cache hit rate is 100 % after warm-up at
 //! every tier, and `ours.cold` (every node decoded from the store) grows
@@ -46,20 +44,33 @@
 //! Instruction counts per add (callgrind on
 //! `crates/repo/examples/profile_hot.rs add <n> 2000`, the same loop with
 //! a warm cache; valgrind hides SHA-NI, so SHA-256 runs sha2's portable
-//! code there and its count stands for the 64-byte blocks hashed): 1k
-//! 29.2 K instructions besides SHA + 151.6 K in SHA; 100k 54.6 K + 311.4 K.
-//! From 1k to 100k the work grows 1.87x (non-SHA) and 2.05x (blocks
-//! hashed) while the time grows ~2.26x: the difference is memory, since the
-//! warm cache at 100k holds 6945 decoded nodes (~5 MB of `Arc<Node>` and
-//! entry vectors, past L2) and each add walks 9 of them. Getting within 2x
-//! needs a denser cached node (e.g. its encoded bytes plus an entry offset
-//! index) rather than fewer instructions. Tried on the frame-verify path
-//! and dropped: resuming each edited node's SHA-256 from saved midstates
-//! of the original's bytes (they agree up to the first changed entry) cut
-//! the inversion's hashed blocks by a third under callgrind, but with
-//! SHA-NI at ~2 cycles/byte the per-block bookkeeping cost as much as it
-//! saved; here it would also save the same share at every tier, leaving
-//! the 1k/100k ratio where it is.
+//! code there and its count stands for the 64-byte blocks hashed), before
+//! the commit change below: 1k 29.2 K instructions besides SHA + 151.6 K
+//! in SHA; 100k 54.6 K + 311.4 K. The work grows 1.87x (non-SHA) and
+//! 2.05x (blocks hashed), so the floor for the ratio is about 2x.
+//!
+//! What grew beyond that, and was removed: the commit converted every
+//! edited node into a decoded `Node` (a new entry list, every key moved,
+//! an `Arc`) only to keep it readable, a cost per entry, and entries per
+//! path node are what grows from 1k to 100k. Commit now hashes the edited
+//! node straight from its editable form and keeps it as it is (turned into
+//! a decoded node only if something reads it; the next edit reopens it
+//! without a copy). Per-add CPU time (user+sys of `profile_hot add <n>
+//! 300000` minus its setup, median of 5 runs alternating with the previous
+//! build on the same loaded 2-core machine): 1k 5.00 -> 4.33 µs, 10k 7.40
+//! -> 6.07 µs, 100k 11.93 -> 8.67 µs; 100k/1k 2.39x -> 2.00x. Wall-clock
+//! Criterion figures on the shared machine swing far more than that (run
+//! `ours` for all three tiers in one go and read the ratio, not the
+//! absolute times).
+//!
+//! Left as is: SHA-256 is now about a third of an add at 100k, hashed
+//! node after node up the path (each parent needs its child's CID), so it
+//! cannot be interleaved as the frame-verify path's block checks are; and
+//! cached-node reads miss the CPU caches more at 100k (6945 cached nodes).
+//! Resuming each path node's hash from stored SHA-256 midstates (as
+//! `#commit` verification now does, with the states its CAR check met
+//! anyway) would need the states cached per node, half again the cache's
+//! memory.
 //!
 //! `mst_build`: from an empty tree, add every key in sorted order, root
 //! computed. Sorted, because atrium-repo 0.2.0 loses keys when they arrive

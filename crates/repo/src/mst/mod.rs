@@ -37,6 +37,10 @@
 //!   one-shot trees of `#commit` verification instead decode the nodes
 //!   they edit straight into editable form, into nodes recycled from the
 //!   previous event (same checks, same errors);
+//! - a commit keeps the nodes it hashed in their edited form (the new
+//!   blocks' bytes go to the caller); one is turned into a decoded [`Node`]
+//!   only if something reads it, and the next edit reopens it as is, so a
+//!   write followed by a commit converts no entries;
 //! - every descent is bounded by the layer (at most 128), so malformed or
 //!   hostile trees produce [`MstError`]s, never panics or unbounded
 //!   recursion.
@@ -53,8 +57,8 @@ mod walk;
 pub use diff::DiffEntry;
 pub use node::{Entry, Node};
 pub use source::{BlockSource, BlockSourceError, MemoryBlockStore};
-pub(crate) use tree::Scratch;
 pub use tree::{Mst, MstCommit, NodeCache, WriteOp, WriteResult};
+pub(crate) use tree::{NodeHasher, Scratch};
 pub use walk::Leaves;
 
 use sha2::{Digest, Sha256};

@@ -4,10 +4,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::edit::{self, Link, MutNode};
-use super::node::{Entry, Key, Node, encode_node};
+use super::node::{Key, Node, encode_node};
 use super::source::BlockSource;
 use super::{MAX_LAYER, MstError, key_height, validate_key};
-use crate::cid::{Cid, CidMap, Codec};
+use crate::cid::{Cid, CidMap};
 
 /// Decoded nodes by CID, bounded (cleared when full). Carry one from one
 /// [`Mst`] to the next with [`Mst::with_cache`] / [`Mst::into_cache`] to keep
@@ -75,7 +75,7 @@ pub(crate) struct Loader<S> {
     pub cache: NodeCache,
     /// Nodes this tree hashed and has not replaced since (not evictable:
     /// the source may not hold them yet).
-    pub fresh: CidMap<Arc<Node>>,
+    pub fresh: CidMap<Fresh>,
     /// Stored nodes replaced by edits since the last commit.
     pub replaced: Vec<Cid>,
     /// Emptied editable nodes to decode into (one-shot trees only; see
@@ -90,9 +90,36 @@ pub(crate) struct Loader<S> {
     pub cache_opened: bool,
 }
 
+/// A node hashed by a commit of this tree, kept as it was edited until
+/// something reads it (most are never read again, or only reopened for
+/// the next edit, which takes the edited form back as is).
+pub(crate) enum Fresh {
+    /// The edited node, every link in it stored.
+    Edited(Box<MutNode>),
+    /// Its decoded form, once read.
+    Decoded(Arc<Node>),
+}
+
+impl Fresh {
+    /// The decoded form (made from the edited one on first use).
+    fn decoded(&mut self) -> Result<Arc<Node>, MstError> {
+        match self {
+            Fresh::Decoded(n) => Ok(n.clone()),
+            Fresh::Edited(m) => {
+                let n = Arc::new(m.to_node()?);
+                *self = Fresh::Decoded(n.clone());
+                Ok(n)
+            }
+        }
+    }
+}
+
 impl<S: BlockSource> Loader<S> {
     pub fn node(&mut self, cid: &Cid) -> Result<Arc<Node>, MstError> {
-        if let Some(n) = self.fresh.get(cid).or_else(|| self.cache.map.get(cid)) {
+        if let Some(f) = self.fresh.get_mut(cid) {
+            return f.decoded();
+        }
+        if let Some(n) = self.cache.map.get(cid) {
             return Ok(n.clone());
         }
         let bytes = self
@@ -134,7 +161,8 @@ impl<S: BlockSource> Loader<S> {
     pub fn open<'l>(&mut self, link: &'l mut Link) -> Result<&'l mut MutNode, MstError> {
         if let Link::Stored(cid) = *link {
             let node = match self.fresh.remove(&cid) {
-                Some(n) => Box::new(MutNode::from_node(&n)),
+                Some(Fresh::Edited(n)) => n,
+                Some(Fresh::Decoded(n)) => Box::new(MutNode::from_node(&n)),
                 None if self.cache_opened => Box::new(MutNode::from_node(&*self.node(&cid)?)),
                 None => match self.cache.map.get(&cid) {
                     Some(n) => Box::new(MutNode::from_node(n)),
@@ -149,6 +177,8 @@ impl<S: BlockSource> Loader<S> {
                     }
                 },
             };
+            let mut node = node;
+            node.origin = Some(cid);
             self.replaced.push(cid);
             *link = Link::Dirty(node);
         }
@@ -376,6 +406,7 @@ impl<S: BlockSource> Mst<S> {
             hi = hi.map(edit::wrap);
         }
         self.root = Link::Dirty(Box::new(MutNode {
+            origin: None,
             left: lo,
             entries: vec![edit::MutEntry {
                 key: k,
@@ -506,12 +537,17 @@ impl<S: BlockSource> Mst<S> {
     /// bytes are kept (for verification, where nothing will be stored).
     pub fn root(&self) -> Result<Cid, MstError> {
         let mut buf = Vec::with_capacity(1024);
-        self.root_with(&mut buf)
+        self.root_with(&mut buf, &PlainHasher)
     }
 
-    /// [`root`](Self::root) encoding into a caller's scratch buffer.
-    pub(crate) fn root_with(&self, buf: &mut Vec<u8>) -> Result<Cid, MstError> {
-        Ok(hash_link(&self.root, buf))
+    /// [`root`](Self::root) encoding into a caller's scratch buffer and
+    /// hashing each edited node with `hasher`.
+    pub(crate) fn root_with(
+        &self,
+        buf: &mut Vec<u8>,
+        hasher: &impl NodeHasher,
+    ) -> Result<Cid, MstError> {
+        Ok(hash_link(&self.root, buf, hasher))
     }
 
     /// Hashes every edited node; returns the new root, the node blocks to
@@ -645,13 +681,32 @@ fn get_dirty(mut n: &MutNode, key: &[u8]) -> DirtyHit {
     }
 }
 
+/// Turns an edited node's canonical bytes into its CID.
+pub(crate) trait NodeHasher {
+    /// The dag-cbor CID of `bytes`, the encoding of an edited node that was
+    /// opened from the stored node `origin` (None: made by the edit). Must
+    /// equal `Cid::for_dag_cbor(bytes)`; `origin` only lets an
+    /// implementation reuse work done on the stored node's bytes.
+    fn node_cid(&self, origin: Option<&Cid>, bytes: &[u8]) -> Cid;
+}
+
+/// [`NodeHasher`] that hashes every byte.
+pub(crate) struct PlainHasher;
+
+impl NodeHasher for PlainHasher {
+    #[inline]
+    fn node_cid(&self, _origin: Option<&Cid>, bytes: &[u8]) -> Cid {
+        Cid::for_dag_cbor(bytes)
+    }
+}
+
 /// The CID of a subtree, hashing edited nodes without changing them.
-fn hash_link(link: &Link, buf: &mut Vec<u8>) -> Cid {
+fn hash_link(link: &Link, buf: &mut Vec<u8>, hasher: &impl NodeHasher) -> Cid {
     let node = match link {
         Link::Stored(c) => return *c,
         Link::Dirty(n) => n,
     };
-    let left = node.left.as_ref().map(|l| hash_link(l, buf));
+    let left = node.left.as_ref().map(|l| hash_link(l, buf, hasher));
     // Child CIDs first (most nodes are small: no allocation for <= 16).
     let mut small = [None; 16];
     let mut large = Vec::new();
@@ -662,7 +717,7 @@ fn hash_link(link: &Link, buf: &mut Vec<u8>) -> Cid {
         &mut large
     };
     for (slot, e) in rights.iter_mut().zip(&node.entries) {
-        *slot = e.right.as_ref().map(|r| hash_link(r, buf));
+        *slot = e.right.as_ref().map(|r| hash_link(r, buf, hasher));
     }
     buf.clear();
     encode_node(
@@ -674,47 +729,56 @@ fn hash_link(link: &Link, buf: &mut Vec<u8>) -> Cid {
             .zip(rights.iter())
             .map(|(e, r)| (&*e.key, &e.value, r.as_ref())),
     );
-    Cid::for_dag_cbor(buf)
+    hasher.node_cid(node.origin.as_ref(), buf)
 }
 
 /// Post-order hashing of dirty nodes for a commit: each becomes stored,
-/// its bytes are kept, and its decoded form stays readable.
+/// its bytes are kept, and it stays readable (as [`Fresh`]).
 struct Finalize<'a> {
     out: &'a mut Vec<(Cid, Vec<u8>)>,
-    fresh: &'a mut CidMap<Arc<Node>>,
+    fresh: &'a mut CidMap<Fresh>,
 }
 
 impl Finalize<'_> {
     fn link(&mut self, link: &mut Link) -> Cid {
-        // Take the edited node out (placeholder CID, replaced below) so
-        // its keys move into the stored form instead of being cloned.
-        let placeholder = Link::Stored(Cid::new(Codec::DagCbor, [0; 32]));
-        let node = match std::mem::replace(link, placeholder) {
-            Link::Stored(c) => {
-                *link = Link::Stored(c);
-                return c;
-            }
+        let node = match link {
+            Link::Stored(c) => return *c,
             Link::Dirty(n) => n,
         };
-        let MutNode {
-            left,
-            entries: dirty,
-        } = *node;
-        let left = left.map(|mut l| self.link(&mut l));
-        let mut entries = Vec::with_capacity(dirty.len());
-        for e in dirty {
-            let right = e.right.map(|mut r| self.link(&mut r));
-            entries.push(Entry {
-                key: e.key,
-                value: e.value,
-                right,
-            });
+        // Children first: each edited child link becomes stored.
+        if let Some(l) = &mut node.left {
+            self.link(l);
         }
-        let data = Node { left, entries };
-        let (cid, bytes) = data.to_block();
+        for e in &mut node.entries {
+            if let Some(r) = &mut e.right {
+                self.link(r);
+            }
+        }
+        // An entry with both links is ~95 bytes plus its key suffix: 128
+        // per entry covers that and a ~30-byte suffix.
+        let mut bytes = Vec::with_capacity(16 + 128 * node.entries.len());
+        encode_node(
+            &mut bytes,
+            stored(&node.left),
+            node.entries.len(),
+            node.entries
+                .iter()
+                .map(|e| (&*e.key, &e.value, stored(&e.right))),
+        );
+        let cid = Cid::for_dag_cbor(&bytes);
         self.out.push((cid, bytes));
-        self.fresh.insert(cid, Arc::new(data));
-        *link = Link::Stored(cid);
+        if let Link::Dirty(n) = std::mem::replace(link, Link::Stored(cid)) {
+            self.fresh.insert(cid, Fresh::Edited(n));
+        }
         cid
+    }
+}
+
+/// The CID of a link [`Finalize`] has stored (every link it leaves is).
+#[inline]
+fn stored(link: &Option<Link>) -> Option<&Cid> {
+    match link {
+        Some(Link::Stored(c)) => Some(c),
+        _ => None,
     }
 }
