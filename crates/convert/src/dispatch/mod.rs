@@ -12,9 +12,15 @@
 //! fault is a [`DispatchError`] naming the canonical field (the visitor
 //! parks the typed error in a slot, since serde's error type cannot carry
 //! it). Nothing input-dependent panics.
+//!
+//! Object lines, mostly one long base64 string, are read first by a
+//! scanner on a strict JSON cursor (`scan`), which finds the fields without
+//! serde and declines anything it does not take; the visitor then parses
+//! the declined line and reports (`object` module docs).
 
-mod object;
+pub(crate) mod object;
 pub(crate) mod rest;
+mod scan;
 mod sql;
 
 use std::fmt;
@@ -174,5 +180,7 @@ pub(crate) fn resolve<T>(
     }
 }
 
+#[cfg(test)]
+mod scan_tests;
 #[cfg(test)]
 mod tests;

@@ -5,11 +5,26 @@
 //! keeps the payload as the text it came in; [`object_bytes_from_json`]
 //! turns it into bytes (base64 through `codec`), refusing anything over
 //! [`INLINE_PAYLOAD_CAP`].
+//!
+//! # Two passes, one result
+//!
+//! A line is read first by a single-pass scanner on the strict cursor of
+//! [`super::scan`]: the fields are found without a DOM or serde's visitor
+//! machinery, and the payload (most of a line's bytes) is found with a
+//! block scan and copied once. The scanner only ever accepts; at anything
+//! it does not take (malformed JSON, a missing, repeated, blank or
+//! wrongly typed field, an unknown `op`, a lone surrogate escape) it
+//! declines, and the line is parsed again by the serde visitor
+//! ([`parse_object_visitor`]), the reference, which returns the request or
+//! the typed error naming the field. Property and fuzz tests
+//! (`scan_tests.rs`) check that whatever the scanner accepts, the visitor
+//! accepts with the same request.
 
 use std::fmt;
 
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 
+use super::scan::{Cursor, MAX_DEPTH};
 use super::{FieldKey, FieldName, Slot, Text, fail, once, required, resolve, run, value};
 use crate::error::DispatchError;
 
@@ -218,9 +233,103 @@ impl<'de> Visitor<'de> for ObjectVisitor<'_> {
 /// twice, a writing op without a payload (named `data_base64`), or the line
 /// is not a JSON object.
 pub fn parse_object_dispatch(line: &str) -> Result<ObjectDispatch, DispatchError> {
+    match scan_object(line) {
+        Some(request) => Ok(request),
+        None => parse_object_visitor(line),
+    }
+}
+
+/// The reference parse of an object line: one serde pass with the
+/// visitor, every fault a typed error. [`parse_object_dispatch`] falls
+/// back to it whenever [`scan_object`] declines.
+pub fn parse_object_visitor(line: &str) -> Result<ObjectDispatch, DispatchError> {
     let mut slot = None;
     let result = run(line, ObjectVisitor { slot: &mut slot });
     resolve(line, result, slot)
+}
+
+/// Stores `v` in an empty `place`; `None` (decline) when the field was
+/// already given.
+#[inline]
+fn set_once<T>(place: &mut Option<T>, v: T) -> Option<()> {
+    if place.is_some() {
+        return None;
+    }
+    *place = Some(v);
+    Some(())
+}
+
+/// A string field that is not blank, owned.
+#[inline]
+fn non_blank_string(c: &mut Cursor<'_>) -> Option<String> {
+    let v = c.string()?;
+    (!v.trim().is_empty()).then(|| v.into_owned())
+}
+
+/// The fast path of [`parse_object_dispatch`]: a well-formed object line
+/// read in one pass with the strict cursor; `None` (decline) for anything
+/// else, which [`parse_object_visitor`] then reports (see the module docs).
+pub(crate) fn scan_object(line: &str) -> Option<ObjectDispatch> {
+    let mut c = Cursor::new(line);
+    c.expect(b'{')?;
+    let mut op = None;
+    let mut bucket = None;
+    let mut object = None;
+    let mut content_type: Option<Option<String>> = None;
+    let mut payload = None;
+    if !c.eat(b'}') {
+        loop {
+            let key = c.string()?;
+            c.expect(b':')?;
+            match Field::from_name(&key) {
+                Field::Op => {
+                    let name = c.string()?;
+                    set_once(&mut op, ObjectOp::parse(&name)?)?;
+                }
+                Field::Bucket => set_once(&mut bucket, non_blank_string(&mut c)?)?,
+                Field::Object => set_once(&mut object, non_blank_string(&mut c)?)?,
+                Field::ContentType => {
+                    let v = if c.eat_literal(b"null") {
+                        None
+                    } else {
+                        Some(c.string()?.into_owned())
+                    };
+                    set_once(&mut content_type, v)?;
+                }
+                Field::Payload(field, encoding) => {
+                    let data = c.string()?.into_owned();
+                    set_once(
+                        &mut payload,
+                        InlinePayload {
+                            field,
+                            encoding,
+                            data,
+                        },
+                    )?;
+                }
+                Field::Other => c.skip_value(MAX_DEPTH)?,
+            }
+            match c.next_token()? {
+                b',' => {}
+                b'}' => break,
+                _ => return None,
+            }
+        }
+    }
+    if !c.at_end() {
+        return None;
+    }
+    let op = op?;
+    if op.writes() && payload.is_none() {
+        return None;
+    }
+    Some(ObjectDispatch {
+        op,
+        bucket: bucket?,
+        object: object?,
+        content_type: content_type.flatten(),
+        payload,
+    })
 }
 
 /// The decoded length of `payload`, or an upper bound that is exact for
