@@ -45,17 +45,16 @@
 //! ~70 µs.
 //!
 //! The CPU-heavy half of a commit (index checks, lazy MST update, covering
-//! proof, k256 signature) is a `writer::Plan`. When other commits are in
-//! flight, the caller computes its plan on a reader snapshot, in parallel
-//! with the others; the writer uses it only if the repo's commit is still
-//! the one the plan was based on, and otherwise (or when the caller is
-//! alone, and the writer's warm caches make it cheaper) computes the
-//! commit itself. Caller-side plans keep a decoded-node cache per account,
-//! so a caller writing one account reads only the nodes its last commit
-//! did not leave in the cache (with one shared pool of caches, ten callers
-//! on ten accounts mostly missed, and a caller-side plan cost ~2.7x the
-//! writer's). Either way the swap checks and the rows are decided
-//! inside the writer's transaction.
+//! proof, k256 signature) is a `writer::Plan`. By default the writer
+//! computes it inside the batch, with its warm page and node caches. With
+//! [`Config::caller_plans`], a caller whose commit has others in flight
+//! computes its plan on a reader snapshot, in parallel with them; the
+//! writer uses it only if the repo's commit is still the one the plan was
+//! based on, and otherwise computes the commit itself. Caller-side plans
+//! keep a decoded-node cache per account. On the 2-core bench machine the
+//! writer-side default is faster at every caller count (see the field's
+//! docs). Either way the swap checks and the rows are decided inside the
+//! writer's transaction.
 //!
 //! # Read path
 //!
@@ -431,11 +430,12 @@ impl Store {
             return Err(StoreError::InvalidBatch("a path is written twice"));
         }
         use std::sync::atomic::Ordering;
-        // Alone, the writer computes the commit itself (its connection's
-        // page cache and node cache are warm); with other commits in
-        // flight, the caller plans it in parallel with them.
+        // The writer computes the commit itself (its connection's page
+        // cache and node cache are warm) unless `caller_plans` is on and
+        // other commits are in flight: then the caller plans it in
+        // parallel with them.
         let busy = self.in_flight.fetch_add(1, Ordering::AcqRel) > 0;
-        let plan = if busy {
+        let plan = if busy && self.config.caller_plans {
             self.plan(did, &prepared, swap_commit)
         } else {
             None

@@ -255,10 +255,26 @@ fn bad_input_is_typed_and_writes_nothing() {
     verify_all_events(&store);
 }
 
+/// The store with caller-side plans off (the default) and on.
+fn both_plan_modes(dir: &std::path::Path) -> [Store; 2] {
+    [false, true].map(|caller_plans| {
+        let config = Config {
+            caller_plans,
+            ..Config::default()
+        };
+        Store::open(dir.join(format!("plans-{caller_plans}.sqlite")), config).unwrap()
+    })
+}
+
 #[test]
 fn concurrent_swap_commit_never_loses_an_update() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(open(dir.path()));
+    for store in both_plan_modes(dir.path()) {
+        swap_commit_race(Arc::new(store));
+    }
+}
+
+fn swap_commit_race(store: Arc<Store>) {
     let did = accounts(&store, 1).remove(0);
     let (threads, per) = (4, 8);
     let handles: Vec<_> = (0..threads)
@@ -302,11 +318,15 @@ fn concurrent_swap_commit_never_loses_an_update() {
 #[test]
 fn group_commit_across_accounts() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(open(dir.path()));
-    let dids = accounts(&store, 8);
+    for store in both_plan_modes(dir.path()) {
+        group_commit(&store);
+    }
+}
+
+fn group_commit(store: &Store) {
+    let dids = accounts(store, 8);
     std::thread::scope(|s| {
         for (i, did) in dids.iter().enumerate() {
-            let store = &store;
             s.spawn(move || {
                 for r in datagen::store::records(i as u64, 6) {
                     store
@@ -319,7 +339,7 @@ fn group_commit_across_accounts() {
     for did in &dids {
         assert_eq!(store.check_repo(did).unwrap(), 6);
     }
-    let (events, commits) = verify_all_events(&store);
+    let (events, commits) = verify_all_events(store);
     assert_eq!((events, commits), (3 * 8 + 48, 48));
 }
 
