@@ -560,10 +560,22 @@ impl Store {
         };
         let nodes = blocks_of("SELECT COUNT(*), SUM(length(bytes)) FROM repo_blocks")?;
         let recs = blocks_of("SELECT COUNT(*), SUM(length(bytes)) FROM records WHERE cid_dup = 0")?;
-        let commits =
-            blocks_of("SELECT COUNT(commit_bytes), SUM(length(commit_bytes)) FROM repo_root")?;
+        // Accounts, and their commit blocks (v5: in `repo_root`).
+        let (accounts, commits) = r.query_row(
+            "SELECT COUNT(*), COUNT(commit_bytes), SUM(length(commit_bytes)) FROM repo_root",
+            [],
+            |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    (
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, Option<i64>>(2)?.unwrap_or(0),
+                    ),
+                ))
+            },
+        )?;
         Ok(Stats {
-            accounts: q("SELECT COUNT(*) FROM repo_root")? as u64,
+            accounts: accounts as u64,
             records: q("SELECT COUNT(*) FROM records")? as u64,
             blocks: (nodes.0 + recs.0 + commits.0) as u64,
             block_bytes: (nodes.1 + recs.1 + commits.1) as u64,

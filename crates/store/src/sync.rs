@@ -19,8 +19,9 @@ impl Store {
     /// getRepo: streams the repository as a CAR to `out` in constant memory
     /// (one block in flight), inside one read transaction: the commit
     /// block from `repo_root`, the MST nodes from `repo_blocks`, then each
-    /// distinct record block from `records`. With `since`, only the blocks added by revs after it (a
-    /// record counts from the rev that last wrote it).
+    /// distinct record block from `records`. With `since`, only the blocks
+    /// added by revs after it (a record counts from the rev that last wrote
+    /// it).
     pub fn export_repo<W: Write>(
         &self,
         did: &str,

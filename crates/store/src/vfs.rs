@@ -480,6 +480,22 @@ mod tests {
         (0..len).map(|i| (k as usize * 31 + i * 7) as u8).collect()
     }
 
+    /// Inserts row `k` with `value(k, len)`.
+    fn put(w: &Connection, k: i64, len: usize) -> rusqlite::Result<usize> {
+        w.execute(
+            "INSERT INTO t (k, v) VALUES (?1, ?2)",
+            params![k, value(k, len)],
+        )
+    }
+
+    /// Sets row `k` to `value(of, len)`.
+    fn set(w: &Connection, k: i64, of: i64, len: usize) -> rusqlite::Result<usize> {
+        w.execute(
+            "UPDATE t SET v = ?2 WHERE k = ?1",
+            params![k, value(of, len)],
+        )
+    }
+
     fn check(conn: &Connection, keys: std::ops::Range<i64>, len: usize) {
         let mut st = conn
             .prepare("SELECT v FROM t WHERE k = ?1")
@@ -508,57 +524,29 @@ mod tests {
             // A 16-page cache makes every larger transaction spill.
             let (w, r) = open_pair(&path, 16, sync);
             for k in 0..50i64 {
-                w.execute(
-                    "INSERT INTO t (k, v) VALUES (?1, ?2)",
-                    params![k, value(k, 300)],
-                )
-                .expect("small commit");
+                put(&w, k, 300).expect("small commit");
                 check(&r, k..k + 1, 300);
             }
             // ~3 MiB in one transaction: spills, exceeds FLUSH_AT, updates
             // rows it wrote earlier in the same transaction.
             w.execute_batch("BEGIN").expect("begin");
             for k in 1000..1800i64 {
-                w.execute(
-                    "INSERT INTO t (k, v) VALUES (?1, ?2)",
-                    params![k, value(k, 3000)],
-                )
-                .expect("insert");
+                put(&w, k, 3000).expect("insert");
             }
             for k in 1000..1100i64 {
-                w.execute(
-                    "UPDATE t SET v = ?2 WHERE k = ?1",
-                    params![k, value(k + 1, 3000)],
-                )
-                .expect("update");
-                w.execute(
-                    "UPDATE t SET v = ?2 WHERE k = ?1",
-                    params![k, value(k, 3000)],
-                )
-                .expect("update back");
+                set(&w, k, k + 1, 3000).expect("update");
+                set(&w, k, k, 3000).expect("update back");
             }
             w.execute_batch("COMMIT").expect("commit");
             check(&r, 1000..1800, 3000);
             // A spilled transaction rolled back leaves no trace.
             w.execute_batch("BEGIN").expect("begin");
             for k in 5000..5400i64 {
-                w.execute(
-                    "INSERT INTO t (k, v) VALUES (?1, ?2)",
-                    params![k, value(k, 3000)],
-                )
-                .expect("insert");
+                put(&w, k, 3000).expect("insert");
             }
             w.execute_batch("ROLLBACK").expect("rollback");
-            w.execute(
-                "INSERT INTO t (k, v) VALUES (?1, ?2)",
-                params![9, value(9, 10)],
-            )
-            .expect_err("key 9 exists");
-            w.execute(
-                "INSERT INTO t (k, v) VALUES (?1, ?2)",
-                params![60, value(60, 300)],
-            )
-            .expect("commit after rollback");
+            put(&w, 9, 10).expect_err("key 9 exists");
+            put(&w, 60, 300).expect("commit after rollback");
             let n: i64 = r
                 .query_row("SELECT COUNT(*) FROM t", [], |row| row.get(0))
                 .expect("count");
@@ -567,11 +555,7 @@ mod tests {
             w.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
                 .expect("checkpoint");
             for k in 100..120i64 {
-                w.execute(
-                    "INSERT INTO t (k, v) VALUES (?1, ?2)",
-                    params![k, value(k, 300)],
-                )
-                .expect("commit after checkpoint");
+                put(&w, k, 300).expect("commit after checkpoint");
             }
             check(&r, 100..120, 300);
         }

@@ -554,9 +554,12 @@ impl Writer {
                 commit_bytes
             ])?;
         let seq = self.sync_event(did, &imp.commit, &commit_bytes, &imp.rev)?;
-        self.conn
-            .prepare_cached("INSERT INTO commits (did, rev, cid, seq) VALUES (?1, ?2, ?3, ?4)")?
-            .execute(params![did, imp.rev, &imp.commit.to_bytes()[..], seq])?;
+        self.conn.prepare_cached(SQL_PUT_COMMIT)?.execute(params![
+            did,
+            imp.rev,
+            &imp.commit.to_bytes()[..],
+            seq
+        ])?;
         Ok(CommitInfo {
             did: did.to_owned(),
             commit: imp.commit,
