@@ -59,7 +59,7 @@ pub(crate) const BULK_MIN: usize = 12;
 /// the address (an empty `Vec`'s dangling pointer included); off x86-64
 /// it is a no-op.
 #[inline(always)]
-fn prefetch<T>(p: *const T) {
+pub(crate) fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: SSE is part of the x86-64 baseline, and `prefetcht0` has no
     // architectural effect (it cannot fault on any address).

@@ -43,8 +43,8 @@ fn stops_run(b: u8) -> bool {
 #[inline]
 fn plain_run_end(bytes: &[u8], from: usize) -> usize {
     use std::arch::x86_64::{
-        __m128i, _MM_HINT_T0, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
-        _mm_or_si128, _mm_prefetch, _mm_set1_epi8,
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
     };
 
     /// How far ahead of the scan the prefetch reaches.
@@ -67,11 +67,10 @@ fn plain_run_end(bytes: &[u8], from: usize) -> usize {
     let mut i = from;
     while let Some(block) = bytes.get(i..).and_then(<[u8]>::first_chunk::<32>) {
         let p = block.as_ptr();
-        // Long strings (an inline payload) are read ahead of the scan.
-        // SAFETY: SSE is part of the x86-64 baseline, and a prefetch never
-        // faults, whatever the address (`wrapping_add` keeps computing it
-        // defined past the end of the text).
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH_AHEAD).cast::<i8>()) };
+        // Long strings (an inline payload) are read ahead of the scan
+        // (`wrapping_add` keeps the address defined past the text's end;
+        // a prefetch never faults).
+        crate::value::prefetch(p.wrapping_add(PREFETCH_AHEAD));
         // SAFETY: `block` is 32 readable bytes; `_mm_loadu_si128` reads 16
         // bytes at any alignment, here at offsets 0 and 16 of it.
         let (lo, hi) = unsafe {
