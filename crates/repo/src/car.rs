@@ -372,16 +372,7 @@ fn parse_impl<'a>(
     if let Some(s) = states.as_deref_mut() {
         s.clear();
     }
-    let (len, n) = varint::read(bytes).map_err(|e| err(0, CarErrorKind::Varint(e)))?;
-    if len > MAX_HEADER {
-        return Err(err(0, CarErrorKind::HeaderTooLarge(len)));
-    }
-    let body = bytes
-        .get(n..)
-        .and_then(|b| b.get(..len as usize))
-        .ok_or_else(|| err(0, CarErrorKind::Truncated))?;
-    let roots = decode_header(body).map_err(|k| err(0, k))?;
-    let first = n + len as usize;
+    let (roots, first) = read_header(bytes)?;
     let malformed = split_sections(bytes, first, blocks).err();
     if verify && let Some(i) = first_mismatch(blocks, states) {
         let at = section_offset(bytes, first, i);
@@ -391,6 +382,23 @@ fn parse_impl<'a>(
         Some(e) => Err(e),
         None => Ok(roots),
     }
+}
+
+/// The header of an in-memory CAR: its roots and the offset of the first
+/// section.
+fn read_header(bytes: &[u8]) -> Result<(Vec<Cid>, usize), CarError> {
+    let (len, n) = varint::read(bytes).map_err(|e| err(0, CarErrorKind::Varint(e)))?;
+    if len > MAX_HEADER {
+        return Err(err(0, CarErrorKind::HeaderTooLarge(len)));
+    }
+    let body = bytes
+        .get(n..)
+        .and_then(|b| b.get(..len as usize))
+        .ok_or_else(|| err(0, CarErrorKind::Truncated))?;
+    Ok((
+        decode_header(body).map_err(|k| err(0, k))?,
+        n + len as usize,
+    ))
 }
 
 /// Splits the sections from byte `pos` on into `blocks`, up to the end or
@@ -463,9 +471,9 @@ fn first_mismatch(blocks: &[(Cid, &[u8])], log: Option<&mut BlockStates>) -> Opt
                 log.first.push(total);
             }
             log.states.resize(total as usize, [0; 8]);
-            let (first, states) = (&log.first, &mut log.states);
+            let (starts, states) = (&log.first, &mut log.states);
             let mut put = |i: usize, k: usize, s: &State| {
-                if let Some(slot) = states.get_mut(first[i] as usize + k) {
+                if let Some(slot) = states.get_mut(starts[i] as usize + k) {
                     *slot = *s;
                 }
             };
@@ -587,22 +595,13 @@ pub fn write_car_vec<'b>(
 mod tests {
     use super::*;
 
-    /// The one-pass parse [`parse_into`] replaced: hash checked as each
-    /// section is read, so the first error in file order wins.
     /// Roots and blocks of a parse.
     type Parsed<'a> = (Vec<Cid>, Vec<(Cid, &'a [u8])>);
 
+    /// The one-pass parse [`parse_into`] replaced: hash checked as each
+    /// section is read, so the first error in file order wins.
     fn one_pass(bytes: &[u8]) -> Result<Parsed<'_>, CarError> {
-        let (len, n) = varint::read(bytes).map_err(|e| err(0, CarErrorKind::Varint(e)))?;
-        if len > MAX_HEADER {
-            return Err(err(0, CarErrorKind::HeaderTooLarge(len)));
-        }
-        let body = bytes
-            .get(n..)
-            .and_then(|b| b.get(..len as usize))
-            .ok_or_else(|| err(0, CarErrorKind::Truncated))?;
-        let roots = decode_header(body).map_err(|k| err(0, k))?;
-        let mut pos = n + len as usize;
+        let (roots, mut pos) = read_header(bytes)?;
         let mut blocks = Vec::new();
         while pos < bytes.len() {
             let at = pos as u64;

@@ -291,6 +291,18 @@ mod ni {
         _mm_shuffle_epi8(v, swap)
     }
 
+    /// A block's sixteen message words, four to a register.
+    #[inline]
+    #[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
+    fn message(block: &[u8; 64]) -> [__m128i; 4] {
+        [
+            words(block, 0),
+            words(block, 1),
+            words(block, 2),
+            words(block, 3),
+        ]
+    }
+
     /// The next four schedule words from the previous sixteen
     /// (`w4` oldest).
     #[inline]
@@ -347,12 +359,7 @@ mod ni {
     #[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
     fn one(abef: &mut __m128i, cdgh: &mut __m128i, block: &[u8; 64]) {
         let (s0, s1) = (*abef, *cdgh);
-        let mut w = [
-            words(block, 0),
-            words(block, 1),
-            words(block, 2),
-            words(block, 3),
-        ];
+        let mut w = message(block);
         macro_rules! group {
             ($g:literal; $i0:literal $i1:literal $i2:literal $i3:literal) => {
                 if $g >= 4 {
@@ -376,18 +383,8 @@ mod ni {
         block_b: &[u8; 64],
     ) {
         let (a0, a1, b0, b1) = (*a.0, *a.1, *b.0, *b.1);
-        let mut wa = [
-            words(block_a, 0),
-            words(block_a, 1),
-            words(block_a, 2),
-            words(block_a, 3),
-        ];
-        let mut wb = [
-            words(block_b, 0),
-            words(block_b, 1),
-            words(block_b, 2),
-            words(block_b, 3),
-        ];
+        let mut wa = message(block_a);
+        let mut wb = message(block_b);
         macro_rules! group {
             ($g:literal; $i0:literal $i1:literal $i2:literal $i3:literal) => {
                 if $g >= 4 {
