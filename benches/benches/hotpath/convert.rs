@@ -200,16 +200,15 @@ fn json_to_struct(
     let warm = format!("{tier}.warm");
     group.bench("clone", &warm, |b| {
         // Hands the slice back with its output, so its drop is not timed.
-        warm_slices(b, &input, |maps| {
+        warm_slices(b, &input, &cloned, |maps| {
             let out: Vec<Struct> = maps.iter().map(::convert::json_to_struct).collect();
-            (maps, out)
+            (out, maps)
         })
     });
     group.bench("move", &warm, |b| {
-        warm_slices(b, &input, |maps| {
-            maps.into_iter()
-                .map(::convert::json_into_struct)
-                .collect::<Vec<Struct>>()
+        warm_slices(b, &input, &cloned, |maps| {
+            let out: Vec<Struct> = maps.into_iter().map(::convert::json_into_struct).collect();
+            (out, ())
         })
     });
     group.finish();
@@ -222,12 +221,16 @@ fn json_to_struct(
 
 /// Times `convert` over the input in slices of [`WARM_SLICE`] records,
 /// each cloned (untimed) right before its conversion; what `convert`
-/// returns is dropped after the iteration, outside the timing.
+/// returns (the Structs, and anything else to drop) is dropped after the
+/// iteration, outside the timing. The first iteration's Structs are
+/// checked against `expected` (untimed).
 fn warm_slices<K>(
     b: &mut criterion::Bencher<'_>,
     input: &[Map<String, Value>],
-    convert: impl Fn(Vec<Map<String, Value>>) -> K,
+    expected: &[Struct],
+    convert: impl Fn(Vec<Map<String, Value>>) -> (Vec<Struct>, K),
 ) {
+    let mut verified = false;
     b.iter_custom(|iters| {
         let mut total = Duration::ZERO;
         for _ in 0..iters {
@@ -238,6 +241,13 @@ fn warm_slices<K>(
                 let k = convert(black_box(maps));
                 total += start.elapsed();
                 kept.push(k);
+            }
+            if !verified {
+                assert!(
+                    kept.iter().flat_map(|(out, _)| out).eq(expected),
+                    "json_to_struct warm-slice output differs from the whole-batch conversion"
+                );
+                verified = true;
             }
             drop(black_box(kept));
         }
