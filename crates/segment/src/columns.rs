@@ -491,19 +491,8 @@ fn fill_utf8<'a>(p: &Parts<'a>, out: &mut Vec<EventRef<'a>>) -> Option<Field> {
         failed.get_or_insert(f);
     };
     out.reserve(p.n);
-    let fixed = p
-        .seq
-        .iter()
-        .zip(p.witnessed)
-        .zip(p.indexed)
-        .zip(p.kinds)
-        .zip(p.coll_len)
-        .zip(p.did_len)
-        .zip(p.rkey_len)
-        .zip(p.rev_len)
-        .zip(p.payload_len);
     out.extend(
-        fixed.map(|((((((((seq, w), x), &k), &cl), dl), &kl), &vl), pl)| {
+        rows(p).map(|(seq, witnessed_at, indexed_at, k, cl, dl, kl, vl, pl)| {
             let mut split = |section: &mut &'a str, len: usize, f: Field| -> &'a str {
                 match section.split_at_checked(len) {
                     Some((head, tail)) => {
@@ -516,11 +505,11 @@ fn fill_utf8<'a>(p: &Parts<'a>, out: &mut Vec<EventRef<'a>>) -> Option<Field> {
                     }
                 }
             };
-            let collection = split(&mut colls, cl as usize, Field::Collection);
-            let did = split(&mut dids, u16::from_le_bytes(*dl) as usize, Field::Did);
-            let rkey = split(&mut rkeys, kl as usize, Field::Rkey);
-            let rev = split(&mut revs, vl as usize, Field::Rev);
-            let payload = match payloads.split_at_checked(u32::from_le_bytes(*pl) as usize) {
+            let collection = split(&mut colls, cl, Field::Collection);
+            let did = split(&mut dids, dl, Field::Did);
+            let rkey = split(&mut rkeys, kl, Field::Rkey);
+            let rev = split(&mut revs, vl, Field::Rev);
+            let payload = match payloads.split_at_checked(pl) {
                 Some((head, tail)) => {
                     payloads = tail;
                     head
@@ -531,9 +520,9 @@ fn fill_utf8<'a>(p: &Parts<'a>, out: &mut Vec<EventRef<'a>>) -> Option<Field> {
                 }
             };
             EventRef {
-                seq: u64::from_le_bytes(*seq),
-                witnessed_at: i64::from_le_bytes(*w),
-                indexed_at: i64::from_le_bytes(*x),
+                seq,
+                witnessed_at,
+                indexed_at,
                 kind: KINDS[(k & 7) as usize],
                 collection,
                 did,
