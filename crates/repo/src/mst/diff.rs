@@ -7,9 +7,10 @@
 
 use std::sync::Arc;
 
+use super::loader::Loader;
 use super::node::{Key, Node};
 use super::source::BlockSource;
-use super::tree::{Loader, Mst};
+use super::tree::Mst;
 use super::{MAX_LAYER, MstError};
 use crate::cid::Cid;
 

@@ -6,9 +6,9 @@
 //! layer 0 means the stored tree is malformed and is reported, not followed.
 
 use super::MstError;
+use super::loader::Loader;
 use super::node::{Entry, Key, Node};
 use super::source::BlockSource;
-use super::tree::Loader;
 use crate::cid::Cid;
 
 /// A pointer to a subtree.

@@ -48,6 +48,7 @@
 mod diff;
 mod edit;
 mod key;
+mod loader;
 mod node;
 mod proof;
 mod source;
@@ -55,9 +56,10 @@ mod tree;
 mod walk;
 
 pub use diff::DiffEntry;
+pub use loader::NodeCache;
 pub use node::{Entry, Node};
 pub use source::{BlockSource, BlockSourceError, MemoryBlockStore};
-pub use tree::{Mst, MstCommit, NodeCache, WriteOp, WriteResult};
+pub use tree::{Mst, MstCommit, WriteOp, WriteResult};
 pub(crate) use tree::{NodeHasher, Scratch};
 pub use walk::Leaves;
 

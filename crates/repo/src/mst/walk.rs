@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
+use super::loader::Loader;
 use super::node::{Key, Node};
 use super::source::BlockSource;
-use super::tree::{Loader, Mst};
+use super::tree::Mst;
 use super::{MAX_LAYER, MstError, key_height};
 use crate::cid::Cid;
 
