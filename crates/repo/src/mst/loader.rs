@@ -60,7 +60,7 @@ impl NodeCache {
         self.map.clear();
     }
 
-    fn insert(&mut self, cid: Cid, node: Arc<Node>) {
+    pub(crate) fn insert(&mut self, cid: Cid, node: Arc<Node>) {
         if self.capacity == 0 {
             return;
         }
@@ -105,7 +105,7 @@ pub(crate) enum Fresh {
 
 impl Fresh {
     /// The decoded form (made from the edited one on first use).
-    fn decoded(&mut self) -> Result<Arc<Node>, MstError> {
+    pub(crate) fn decoded(&mut self) -> Result<Arc<Node>, MstError> {
         match self {
             Fresh::Decoded(n) => Ok(n.clone()),
             Fresh::Edited(m) => {

@@ -133,6 +133,23 @@ impl<S: BlockSource> Mst<S> {
         self.ld.cache
     }
 
+    /// Like [`into_cache`](Self::into_cache), with the nodes this tree's
+    /// commits made (and did not replace since) added to the cache,
+    /// decoded: a tree opened next at this tree's committed root, as a
+    /// repository's next commit is, then finds its path in the cache
+    /// instead of reading it back from the source it was just written to.
+    /// Only for a source that stores what the commits return (a node that
+    /// never reached the source stays reachable only through CIDs that
+    /// name its exact content, so it is never wrong, merely unused).
+    pub fn into_cache_with_new_nodes(mut self) -> NodeCache {
+        for (cid, mut fresh) in std::mem::take(&mut self.ld.fresh) {
+            if let Ok(node) = fresh.decoded() {
+                self.ld.cache.insert(cid, node);
+            }
+        }
+        self.ld.cache
+    }
+
     /// The block source.
     pub fn source(&self) -> &S {
         &self.ld.source
