@@ -12,7 +12,9 @@
 //! accounts, `n` creates in all). The fixture (one account,
 //! `PROFILE_RECORDS` records, default 2,000) is built in a temp dir (or at
 //! `PROFILE_DB`) before the measured loop; `n` operations follow.
-//! `PROFILE_WAL_FRAMES` sets `Config::wal_restart_frames`.
+//! `PROFILE_WAL_FRAMES` sets `Config::wal_restart_frames`;
+//! `PROFILE_CALLER_PLANS=0` turns `Config::caller_plans` off (`1`: on, the
+//! default).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -46,6 +48,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .and_then(|s| s.parse().ok())
     {
         config.wal_restart_frames = frames;
+    }
+    if let Some(v) = std::env::var_os("PROFILE_CALLER_PLANS") {
+        config.caller_plans = v != "0";
     }
     let store = Store::open(path, config)?;
     let did = datagen::store::did(1);
@@ -168,5 +173,6 @@ fn apply_callers(
         "apply x{callers}: {n} ops in {el:.2?} ({:.0} ops/s)",
         n as f64 / el.as_secs_f64()
     );
+    eprintln!("{:?}", store.caller_plan_stats());
     Ok(())
 }

@@ -44,17 +44,18 @@
 //! this cut a single caller's kernel time per createRecord from ~190 µs to
 //! ~70 µs.
 //!
-//! The CPU-heavy half of a commit (index checks, lazy MST update, covering
-//! proof, k256 signature) is a `writer::Plan`. By default the writer
-//! computes it inside the batch, with its warm page and node caches. With
-//! [`Config::caller_plans`], a caller whose commit has others in flight
-//! computes its plan on a reader snapshot, in parallel with them; the
-//! writer uses it only if the repo's commit is still the one the plan was
-//! based on, and otherwise computes the commit itself. Caller-side plans
-//! keep a decoded-node cache per account. On the 2-core bench machine the
-//! writer-side default is faster at every caller count (see the field's
-//! docs). Either way the swap checks and the rows are decided inside the
-//! writer's transaction.
+//! The CPU-heavy half of a commit (lazy MST update, covering proof, k256
+//! signature) is a `plan::Plan`. A lone caller commits on its own thread
+//! and computes it there, inside the batch. With [`Config::caller_plans`]
+//! (the default), a caller whose commit has others in flight computes its
+//! plan before queueing, in parallel with the writer thread, from the root
+//! and decoded MST nodes its account's last commit left in memory
+//! (`caller_plan.rs`; at most [`Config::planners`] at once); the writer
+//! uses it only if the repository is still at the plan's base commit, and
+//! otherwise computes the commit itself. The rows are written inside the
+//! writer's transaction either way. A commit's new MST nodes stay decoded
+//! in the cache the next commit of the account starts from, so its path is
+//! not read back from `repo_blocks`.
 //!
 //! # Read path
 //!
@@ -89,8 +90,10 @@
 mod accounts;
 mod batch;
 mod blobs;
+mod caller_plan;
 mod cid_cache;
 mod error;
+mod gate;
 mod import;
 mod plan;
 mod read;
@@ -105,7 +108,6 @@ mod writer;
 #[doc(hidden)]
 pub mod bench_internals;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
@@ -136,12 +138,8 @@ pub struct Store {
     writer: Option<JoinHandle<()>>,
     tids: TidGenerator,
     revs: Arc<TidGenerator>,
-    keys: Mutex<HashMap<String, Arc<Keypair>>>,
-    /// Decoded-MST-node caches for caller-side commit plans, one per
-    /// account (at most [`PLAN_CACHE_ACCOUNTS`]): a caller planning a commit
-    /// takes its account's cache, so the nodes of that account's last
-    /// commit are warm (any cache would be correct: they are keyed by CID).
-    node_caches: Mutex<HashMap<String, repo::mst::NodeCache>>,
+    /// Caller-side plan state (`Config::caller_plans`).
+    plans: caller_plan::CallerPlans,
     /// Commits submitted and not yet answered.
     in_flight: std::sync::atomic::AtomicUsize,
     report: StartupReport,
@@ -187,11 +185,6 @@ impl Drop for Store {
         }
     }
 }
-
-/// Accounts whose caller-side plan caches are kept (all dropped past it).
-const PLAN_CACHE_ACCOUNTS: usize = 128;
-/// Nodes per caller-side plan cache.
-const PLAN_CACHE_NODES: usize = 4096;
 
 /// How often the background checkpointer runs a PASSIVE checkpoint.
 const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
@@ -278,6 +271,7 @@ impl Store {
             config.wal_restart_frames,
             wal,
         )?);
+        let plans = caller_plan::CallerPlans::new(config.planners);
         Ok(Store {
             path,
             config,
@@ -286,8 +280,7 @@ impl Store {
             writer: Some(writer),
             tids: TidGenerator::new(1),
             revs,
-            keys: Mutex::new(HashMap::new()),
-            node_caches: Mutex::new(HashMap::new()),
+            plans,
             in_flight: std::sync::atomic::AtomicUsize::new(0),
             report,
             cids,
@@ -430,66 +423,32 @@ impl Store {
             return Err(StoreError::InvalidBatch("a path is written twice"));
         }
         use std::sync::atomic::Ordering;
-        // The writer computes the commit itself (its connection's page
-        // cache and node cache are warm) unless `caller_plans` is on and
-        // other commits are in flight: then the caller plans it in
-        // parallel with them.
+        // With other commits in flight (and `caller_plans`), plan this one
+        // here, in parallel with the writer; otherwise the writer plans it.
         let busy = self.in_flight.fetch_add(1, Ordering::AcqRel) > 0;
         let plan = if busy && self.config.caller_plans {
-            self.plan(did, &prepared, swap_commit)
+            self.plans
+                .plan(self, &self.revs, did, &prepared, swap_commit)
         } else {
             None
         };
-        let did = did.to_owned();
-        let r = self.submit(move |w| w.apply(&did, &prepared, swap_commit, plan));
+        let planned = plan.as_ref().map(|p| p.commit.0);
+        let owned = did.to_owned();
+        let r = self.submit(move |w| w.apply(&owned, &prepared, swap_commit, plan));
         self.in_flight.fetch_sub(1, Ordering::AcqRel);
+        if self.config.caller_plans
+            && let Ok(info) = &r
+        {
+            self.plans.committed(info, planned);
+        }
         r
     }
 
-    /// The caller-side half of a commit: on a reader snapshot, the index
-    /// checks, the lazy MST update, the proof and the signature, so that
-    /// this CPU work runs on the caller's thread, in parallel with other
-    /// callers, and the writer thread only checks that the commit it was
-    /// based on is still current and writes the rows. `None` whenever
-    /// anything is off (the writer then computes the commit itself and
-    /// reports the authoritative error).
-    fn plan(&self, did: &str, writes: &[Prepared], swap_commit: Option<Cid>) -> Option<plan::Plan> {
-        let r = self.reader().ok()?;
-        r.execute_batch("BEGIN").ok()?;
-        let plan = (|| {
-            let root = writer::read_root(&r, did).ok()??;
-            let key = self.keypair(did, root.key.as_deref())?;
-            let cache = self
-                .node_caches
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(did)
-                .unwrap_or_else(|| repo::mst::NodeCache::new(PLAN_CACHE_NODES));
-            let (plan, cache) =
-                plan::plan_commit(&r, cache, &self.revs, did, &root, &key, writes, swap_commit);
-            let mut caches = self.node_caches.lock().unwrap_or_else(|p| p.into_inner());
-            if caches.len() >= PLAN_CACHE_ACCOUNTS {
-                caches.clear();
-            }
-            caches.insert(did.to_owned(), cache);
-            drop(caches);
-            plan.ok()
-        })();
-        let _ = r.execute_batch("COMMIT");
-        plan
-    }
-
-    fn keypair(&self, did: &str, secret: Option<&[u8]>) -> Option<Arc<Keypair>> {
-        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(k) = keys.get(did) {
-            return Some(k.clone());
-        }
-        let k = Arc::new(Keypair::from_bytes(repo::crypto::Algorithm::K256, secret?).ok()?);
-        if keys.len() > 100_000 {
-            keys.clear();
-        }
-        keys.insert(did.to_owned(), k.clone());
-        Some(k)
+    /// How many commits callers planned ahead ([`Config::caller_plans`])
+    /// and how many of those plans the writer took (the others were
+    /// computed again by the writer: the repository had moved on).
+    pub fn caller_plan_stats(&self) -> CallerPlanStats {
+        self.plans.stats()
     }
 
     /// createRecord.

@@ -4,18 +4,19 @@
 use repo::Cid;
 use repo::commit::UnsignedCommit;
 use repo::crypto::Keypair;
-use repo::mst::{Mst, NodeCache, WriteOp};
+use repo::mst::{BlockSource, Mst, NodeCache, WriteOp};
 use repo::syntax::{Tid, TidGenerator};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::WriteAction;
 use crate::error::{Result, StoreError};
-use crate::writer::{Prepared, Root, SQL_INDEX_CID, SqlBlocks, cid_from_sql};
+use crate::writer::{Prepared, Root, SQL_INDEX_CID, cid_from_sql};
 
 /// Everything a commit computes before it writes: index checks, the MST
-/// update (read lazily through `conn`), the covering proof, the signed
-/// commit. Made by the caller on a reader snapshot (so signing and tree
-/// work run in parallel across callers) or by the writer as a fallback.
+/// update (nodes read lazily), the covering proof, the signed commit. Made
+/// by the writer inside its transaction, or by a caller in parallel with
+/// it (`caller_plan.rs`), which the writer takes only if the repository
+/// is still at the plan's base commit.
 pub(crate) struct Plan {
     pub base_commit: Cid,
     pub base_rev: String,
@@ -26,11 +27,24 @@ pub(crate) struct Plan {
     pub commit: (Cid, Vec<u8>),
 }
 
-/// Computes a [`Plan`] for `writes` on top of `root`; gives the node cache
-/// back whatever happens.
+/// Where a plan learns each written path's current record CID.
+pub(crate) enum Current<'c> {
+    /// The record index (one point query per write), checked against what
+    /// the MST update replaced.
+    Index(&'c Connection),
+    /// The MST's own leaves, what the update replaced: no SQL at all. The
+    /// index is derived from the MST, so the two agree in a sound store;
+    /// the writer-side plans, which query the index, keep checking that.
+    Mst,
+}
+
+/// Computes a [`Plan`] for `writes` on top of `root`, reading MST nodes
+/// missing from `cache` from `source`; gives the node cache back whatever
+/// happens, with the new nodes in it (the next commit starts from them).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn plan_commit(
-    conn: &Connection,
+pub(crate) fn plan_commit<S: BlockSource>(
+    source: S,
+    current: Current<'_>,
     cache: NodeCache,
     tids: &TidGenerator,
     did: &str,
@@ -39,15 +53,54 @@ pub(crate) fn plan_commit(
     writes: &[Prepared],
     swap_commit: Option<Cid>,
 ) -> (Result<Plan>, NodeCache) {
-    let mut mst = Mst::with_cache(SqlBlocks { conn, did }, root.data, cache);
-    let plan = plan_inner(conn, &mut mst, tids, did, root, key, writes, swap_commit);
-    (plan, mst.into_cache())
+    let mut mst = Mst::with_cache(source, root.data, cache);
+    let plan = plan_inner(&mut mst, current, tids, did, root, key, writes, swap_commit);
+    (plan, mst.into_cache_with_new_nodes())
+}
+
+/// The swap and existence checks of each write against its path's current
+/// CID.
+fn check_writes(writes: &[Prepared], current: &[Option<Cid>]) -> Result<()> {
+    for (w, cur) in writes.iter().zip(current) {
+        if let Some(expected) = w.swap_record
+            && expected != *cur
+        {
+            return Err(StoreError::InvalidSwap {
+                what: w.path.clone(),
+                expected,
+                found: *cur,
+            });
+        }
+        match (w.action, cur) {
+            (WriteAction::Create, Some(_)) => {
+                return Err(StoreError::RecordExists(w.path.clone()));
+            }
+            (WriteAction::Delete, None) => {
+                return Err(StoreError::RecordNotFound(w.path.clone()));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Each write's current CID from the record index.
+fn index_cids(conn: &Connection, did: &str, writes: &[Prepared]) -> Result<Vec<Option<Cid>>> {
+    let mut st = conn.prepare_cached(SQL_INDEX_CID)?;
+    let mut current = Vec::with_capacity(writes.len());
+    for w in writes {
+        let cur: Option<Vec<u8>> = st
+            .query_row(params![did, w.collection, w.rkey], |r| r.get(0))
+            .optional()?;
+        current.push(cur.as_deref().map(cid_from_sql).transpose()?);
+    }
+    Ok(current)
 }
 
 #[allow(clippy::too_many_arguments)]
-fn plan_inner(
-    conn: &Connection,
-    mst: &mut Mst<SqlBlocks<'_>>,
+fn plan_inner<S: BlockSource>(
+    mst: &mut Mst<S>,
+    current: Current<'_>,
     tids: &TidGenerator,
     did: &str,
     root: &Root,
@@ -64,59 +117,50 @@ fn plan_inner(
             found: Some(root.commit),
         });
     }
-    // Current index state and swap checks.
-    let mut current = Vec::with_capacity(writes.len());
-    let mut ops = Vec::with_capacity(writes.len());
-    {
-        let mut st = conn.prepare_cached(SQL_INDEX_CID)?;
-        for w in writes {
-            let cur: Option<Vec<u8>> = st
-                .query_row(params![did, w.collection, w.rkey], |r| r.get(0))
-                .optional()?;
-            let cur = cur.as_deref().map(cid_from_sql).transpose()?;
-            if let Some(expected) = w.swap_record
-                && expected != cur
-            {
-                return Err(StoreError::InvalidSwap {
-                    what: w.path.clone(),
-                    expected,
-                    found: cur,
-                });
-            }
-            match (w.action, cur) {
-                (WriteAction::Create, Some(_)) => {
-                    return Err(StoreError::RecordExists(w.path.clone()));
-                }
-                (WriteAction::Delete, None) => {
-                    return Err(StoreError::RecordNotFound(w.path.clone()));
-                }
-                _ => {}
-            }
-            current.push(cur);
-            ops.push(match &w.block {
-                Some((cid, _)) => WriteOp::Put {
-                    key: w.path.clone(),
-                    cid: *cid,
-                },
-                None => WriteOp::Delete {
-                    key: w.path.clone(),
-                },
-            });
+    // With the index at hand, a write that cannot apply fails before any
+    // MST work.
+    let indexed = match current {
+        Current::Index(conn) => {
+            let cids = index_cids(conn, did, writes)?;
+            check_writes(writes, &cids)?;
+            Some(cids)
         }
-    }
+        Current::Mst => None,
+    };
+    let ops: Vec<WriteOp> = writes
+        .iter()
+        .map(|w| match &w.block {
+            Some((cid, _)) => WriteOp::Put {
+                key: w.path.clone(),
+                cid: *cid,
+            },
+            None => WriteOp::Delete {
+                key: w.path.clone(),
+            },
+        })
+        .collect();
     // Lazy MST update: only the nodes on the touched paths are read.
     let result = mst.apply(&ops)?;
+    let current = match indexed {
+        Some(cids) => {
+            for (prev, cur) in result.previous.iter().zip(&cids) {
+                if prev != cur {
+                    return Err(StoreError::Corrupt(format!(
+                        "{did}: MST and record index disagree ({prev:?} vs {cur:?})"
+                    )));
+                }
+            }
+            cids
+        }
+        None => {
+            check_writes(writes, &result.previous)?;
+            result.previous.clone()
+        }
+    };
     let mut proof_blocks = Vec::with_capacity(result.proof.len());
     for cid in &result.proof {
         if !result.commit.new_blocks.iter().any(|b| b.0 == *cid) {
             proof_blocks.push((*cid, mst.node_bytes(cid)?));
-        }
-    }
-    for (prev, cur) in result.previous.iter().zip(&current) {
-        if prev != cur {
-            return Err(StoreError::Corrupt(format!(
-                "{did}: MST and record index disagree ({prev:?} vs {cur:?})"
-            )));
         }
     }
     let prev_tid = Tid::parse(&root.rev)?;

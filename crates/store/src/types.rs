@@ -24,16 +24,26 @@ pub struct Config {
     /// a larger file.
     pub wal_restart_frames: i64,
     /// Whether a caller whose commit has others in flight computes its
-    /// commit (index checks, lazy MST update, proof, signature) on a
-    /// reader snapshot before queueing it, in parallel with the writer.
-    /// Off by default: on the 2-core bench machine the reader snapshots'
-    /// page reads and the extra wakeups cost more than the parallelism
-    /// gave (nosync createRecord at 10 callers 4,090 ops/s with it, 5,127
-    /// without; at 100 callers 4,863 vs 6,884), while the writer, planning
-    /// every commit of a group-committed batch with its warm caches, used
-    /// ~167 µs of CPU per commit instead of ~250 µs. Worth trying with
-    /// more cores than writers.
+    /// commit (lazy MST update, proof, signature) on its own thread before
+    /// queueing it, in parallel with the writer thread, which then only
+    /// checks that the repository is still at the plan's base commit and
+    /// writes the rows (`caller_plan.rs`). On by default. A lone caller
+    /// never plans ahead (it commits on its own thread anyway).
+    ///
+    /// Measured on the 2-core bench machine (nosync createRecord, 10
+    /// callers on their own accounts, `examples/profile.rs
+    /// apply_callers_10`, alternating runs): 4,280-5,050 ops/s with it,
+    /// 3,060-3,740 with every commit planned by the writer. An earlier
+    /// version planned on a reader snapshot (root and record index read
+    /// through SQL, nodes read back from `repo_blocks`) with every caller
+    /// planning at once, and was slower than the writer alone; plans now
+    /// start from the root and decoded nodes the account's last commit
+    /// left in memory, and at most [`planners`](Self::planners) run at once.
     pub caller_plans: bool,
+    /// How many callers may plan commits at the same time (0: one per
+    /// core). More only take CPU from the writer thread, which holds the
+    /// only write lock.
+    pub planners: usize,
 }
 
 impl Default for Config {
@@ -46,9 +56,19 @@ impl Default for Config {
             max_batch: 256,
             readers: 128,
             wal_restart_frames: 8192,
-            caller_plans: false,
+            caller_plans: true,
+            planners: 0,
         }
     }
+}
+
+/// Caller-side plan counts ([`crate::Store::caller_plan_stats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CallerPlanStats {
+    /// Commits a caller planned before queueing them.
+    pub planned: u64,
+    /// Of those, the plans the writer took as they were.
+    pub taken: u64,
 }
 
 /// What a write does to a record.

@@ -20,7 +20,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::cid_cache::CidCache;
 use crate::error::{Result, StoreError};
-use crate::plan::{Plan, plan_commit};
+use crate::plan::{Current, Plan, plan_commit};
 use crate::{CommitInfo, WriteAction, WriteOutcome};
 
 /// A record write after caller-side validation and encoding.
@@ -346,7 +346,11 @@ impl Writer {
                 let key = self.keypair(did, root.key.as_deref())?;
                 let cache = std::mem::take(&mut self.cache);
                 let (plan, cache) = plan_commit(
-                    &self.conn,
+                    SqlBlocks {
+                        conn: &self.conn,
+                        did,
+                    },
+                    Current::Index(&self.conn),
                     cache,
                     &self.tids,
                     did,

@@ -1,0 +1,267 @@
+//! Caller-side commit plans ([`crate::Config::caller_plans`]).
+//!
+//! A caller whose commit has others in flight computes its [`Plan`] (the
+//! lazy MST update, the covering proof, the k256 signature) on its own
+//! thread while the writer thread writes other commits; the writer takes
+//! the plan only if the repository is still at the plan's base commit and
+//! computes the commit itself otherwise.
+//!
+//! What a plan starts from, per account, is kept here between commits: the
+//! root its last durable commit left (published from the commit's answer)
+//! and a decoded-node cache holding that commit's new nodes. With both at
+//! hand a plan runs no SQL at all: each write's current CID is the leaf
+//! the MST update replaced ([`Current::Mst`]), and only a node missing
+//! from the cache is read from `repo_blocks`, through a pooled reader
+//! opened on the first miss. A stale root is harmless (the writer rejects
+//! the plan and the commit's answer publishes the right root), so nothing
+//! else that moves a root needs to report here. Without them (first
+//! commit of an account, or another caller planning the same account) the
+//! plan reads the root and the record index on a reader snapshot, as the
+//! writer would.
+//!
+//! Planners are bounded by a [`Gate`] ([`crate::Config::planners`]): more
+//! would only take CPU from the writer thread, which holds the only write
+//! lock.
+
+use std::borrow::Cow;
+use std::cell::OnceCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use repo::Cid;
+use repo::crypto::{Algorithm, Keypair};
+use repo::mst::{BlockSource, BlockSourceError, NodeCache};
+use repo::syntax::TidGenerator;
+
+use crate::gate::{Gate, planners};
+use crate::plan::{Current, Plan, plan_commit};
+use crate::writer::{self, Prepared, Root, SqlBlocks};
+use crate::{CallerPlanStats, CommitInfo, Reader, Store};
+
+/// Accounts whose plan state is kept (all dropped past it).
+const ACCOUNTS: usize = 128;
+/// Nodes per account's plan cache.
+const CACHE_NODES: usize = 4096;
+
+/// Per-account plan state, signing keys and the planners' gate.
+pub(crate) struct CallerPlans {
+    states: Mutex<HashMap<String, PlanState>>,
+    keys: Mutex<HashMap<String, Arc<Keypair>>>,
+    gate: Gate,
+    /// Plans made, and plans the writer took ([`CallerPlanStats`]).
+    planned: AtomicU64,
+    taken: AtomicU64,
+}
+
+/// Where an account's next plan starts.
+struct PlanState {
+    /// The root of its last durable commit seen here (`key` unset).
+    root: Option<Root>,
+    /// Decoded MST nodes, that commit's new ones included.
+    cache: NodeCache,
+}
+
+impl CallerPlans {
+    /// Empty state; at most `planners` plans at once ([`planners`]: 0 is
+    /// one per core).
+    pub(crate) fn new(planners_wanted: usize) -> Self {
+        CallerPlans {
+            states: Mutex::new(HashMap::new()),
+            keys: Mutex::new(HashMap::new()),
+            gate: Gate::new(planners(planners_wanted)),
+            planned: AtomicU64::new(0),
+            taken: AtomicU64::new(0),
+        }
+    }
+
+    /// A plan for `writes` on `did`, or `None` whenever anything is off
+    /// (the writer then computes the commit and reports the authoritative
+    /// error).
+    pub(crate) fn plan(
+        &self,
+        store: &Store,
+        revs: &TidGenerator,
+        did: &str,
+        writes: &[Prepared],
+        swap_commit: Option<Cid>,
+    ) -> Option<Plan> {
+        let _slot = self.gate.enter();
+        let (root, cache) = self.take(did);
+        let known = root.and_then(|root| Some((self.key(did, None)?, root)));
+        let (plan, cache) = match known {
+            Some((key, root)) => {
+                let blocks = LazyBlocks {
+                    store,
+                    did,
+                    reader: OnceCell::new(),
+                };
+                plan_commit(
+                    &blocks,
+                    Current::Mst,
+                    cache,
+                    revs,
+                    did,
+                    &root,
+                    &key,
+                    writes,
+                    swap_commit,
+                )
+            }
+            None => {
+                let Ok(r) = store.reader() else {
+                    self.put_back(did, cache);
+                    return None;
+                };
+                if r.execute_batch("BEGIN").is_err() {
+                    self.put_back(did, cache);
+                    return None;
+                }
+                let root = writer::read_root(&r, did).ok().flatten();
+                let key = root
+                    .as_ref()
+                    .and_then(|root| self.key(did, root.key.as_deref()));
+                let out = match (root, key) {
+                    (Some(root), Some(key)) => {
+                        let blocks = SqlBlocks { conn: &r, did };
+                        let (plan, cache) = plan_commit(
+                            blocks,
+                            Current::Index(&r),
+                            cache,
+                            revs,
+                            did,
+                            &root,
+                            &key,
+                            writes,
+                            swap_commit,
+                        );
+                        (plan.ok(), cache)
+                    }
+                    _ => (None, cache),
+                };
+                let _ = r.execute_batch("COMMIT");
+                self.put_back(did, out.1);
+                return self.made(out.0);
+            }
+        };
+        self.put_back(did, cache);
+        self.made(plan.ok())
+    }
+
+    fn made(&self, plan: Option<Plan>) -> Option<Plan> {
+        if plan.is_some() {
+            self.planned.fetch_add(1, Ordering::Relaxed);
+        }
+        plan
+    }
+
+    /// Counts so far.
+    pub(crate) fn stats(&self) -> CallerPlanStats {
+        CallerPlanStats {
+            planned: self.planned.load(Ordering::Relaxed),
+            taken: self.taken.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Records the root a durable commit left, unless a newer one is known;
+    /// `planned` is the commit CID of the caller's plan, if it made one.
+    pub(crate) fn committed(&self, info: &CommitInfo, planned: Option<Cid>) {
+        if planned == Some(info.commit) {
+            self.taken.fetch_add(1, Ordering::Relaxed);
+        }
+        let root = Root {
+            commit: info.commit,
+            rev: info.rev.clone(),
+            data: info.data,
+            key: None,
+        };
+        let mut states = self.states.lock().unwrap_or_else(|p| p.into_inner());
+        match states.get_mut(&info.did) {
+            Some(state) => {
+                // Revs are TIDs: their strings sort as their times.
+                if state.root.as_ref().is_none_or(|r| r.rev < root.rev) {
+                    state.root = Some(root);
+                }
+            }
+            None => {
+                if states.len() >= ACCOUNTS {
+                    states.clear();
+                }
+                states.insert(
+                    info.did.clone(),
+                    PlanState {
+                        root: Some(root),
+                        cache: NodeCache::new(CACHE_NODES),
+                    },
+                );
+            }
+        }
+    }
+
+    /// Takes `did`'s state out (a second planner of the same account meanwhile
+    /// starts from scratch).
+    fn take(&self, did: &str) -> (Option<Root>, NodeCache) {
+        let taken = self
+            .states
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(did);
+        match taken {
+            Some(s) => (s.root, s.cache),
+            None => (None, NodeCache::new(CACHE_NODES)),
+        }
+    }
+
+    /// Puts a plan's node cache back; a root published meanwhile stays.
+    fn put_back(&self, did: &str, cache: NodeCache) {
+        let mut states = self.states.lock().unwrap_or_else(|p| p.into_inner());
+        match states.get_mut(did) {
+            Some(state) => state.cache = cache,
+            None => {
+                if states.len() >= ACCOUNTS {
+                    states.clear();
+                }
+                states.insert(did.to_owned(), PlanState { root: None, cache });
+            }
+        }
+    }
+
+    /// `did`'s signing key: cached, else parsed from `secret`.
+    fn key(&self, did: &str, secret: Option<&[u8]>) -> Option<Arc<Keypair>> {
+        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(k) = keys.get(did) {
+            return Some(k.clone());
+        }
+        let k = Arc::new(Keypair::from_bytes(Algorithm::K256, secret?).ok()?);
+        if keys.len() > 100_000 {
+            keys.clear();
+        }
+        keys.insert(did.to_owned(), k.clone());
+        Some(k)
+    }
+}
+
+/// `repo_blocks` through a pooled reader taken on the first read. Blocks
+/// are content-addressed, so reads need no common snapshot.
+struct LazyBlocks<'s> {
+    store: &'s Store,
+    did: &'s str,
+    reader: OnceCell<Reader<'s>>,
+}
+
+impl BlockSource for LazyBlocks<'_> {
+    fn get_block(&self, cid: &Cid) -> Result<Option<Cow<'_, [u8]>>, BlockSourceError> {
+        let reader = match self.reader.get() {
+            Some(r) => r,
+            None => {
+                let r = self.store.reader().map_err(BlockSourceError::new)?;
+                self.reader.get_or_init(|| r)
+            }
+        };
+        let blocks = SqlBlocks {
+            conn: reader,
+            did: self.did,
+        };
+        Ok(blocks.get_block(cid)?.map(|b| Cow::Owned(b.into_owned())))
+    }
+}
