@@ -434,7 +434,12 @@ impl Store {
         };
         let planned = plan.as_ref().map(|p| p.commit.0);
         let owned = did.to_owned();
-        let r = self.submit(move |w| w.apply(&owned, &prepared, swap_commit, plan));
+        let (rtx, rrx) = mpsc::sync_channel(1);
+        let job = Task::unguarded(
+            move |w: &mut writer::Writer| w.apply(&owned, &prepared, swap_commit, plan),
+            rtx,
+        );
+        let r = self.queue.submit(Box::new(job), &rrx);
         self.in_flight.fetch_sub(1, Ordering::AcqRel);
         if self.config.caller_plans
             && let Ok(info) = &r

@@ -50,6 +50,9 @@ pub(crate) struct Writer {
     /// rows this batch changed (invalidated after it, see `cid_cache.rs`).
     cids: Arc<CidCache>,
     touched: Vec<String>,
+    /// Set by a job that failed after it began writing (see
+    /// `batch::Job::guarded`).
+    pub partial: bool,
 }
 
 pub(crate) const SQL_GET_BLOCK: &str = "SELECT bytes FROM repo_blocks WHERE did = ?1 AND cid = ?2";
@@ -195,6 +198,7 @@ impl Writer {
             keys: HashMap::new(),
             cids,
             touched: Vec::new(),
+            partial: false,
         }
     }
 
@@ -363,7 +367,11 @@ impl Writer {
                 plan?
             }
         };
-        self.write_plan(did, &root, writes, plan)
+        let written = self.write_plan(did, &root, writes, plan);
+        if written.is_err() {
+            self.partial = true;
+        }
+        written
     }
 
     fn write_plan(
