@@ -19,6 +19,10 @@
 //! plan reads the root and the record index on a reader snapshot, as the
 //! writer would.
 //!
+//! Signing keys are cached per account for the life of the store: an
+//! account's key never changes (`create_account` sets it, an import keeps
+//! it, nothing deletes an account).
+//!
 //! Planners are bounded by a [`Gate`] ([`crate::Config::planners`]): more
 //! would only take CPU from the writer thread, which holds the only write
 //! lock.
