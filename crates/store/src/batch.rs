@@ -35,7 +35,7 @@ pub(crate) trait Job: Send {
     /// [`guarded`](Job::guarded) says it needs none); `false` when it
     /// failed (its error is kept for [`finish`](Job::finish)).
     fn run(&mut self, w: &mut Writer) -> bool;
-    /// Whether the job runs inside its own savepoint. A job that does not
+    /// Whether the job runs inside its own savepoint. An unguarded job
     /// writes nothing when it fails, unless it sets [`Writer::partial`],
     /// which rolls the whole batch back.
     fn guarded(&self) -> bool;
@@ -276,32 +276,24 @@ fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 
 fn run_batch(w: &mut Writer, batch: &mut [Box<dyn Job>]) -> std::result::Result<(), String> {
     exec(&w.conn, "BEGIN IMMEDIATE").map_err(|e| e.to_string())?;
-    // A job alone needs no savepoint: rolling the transaction back undoes
-    // exactly its writes. A savepoint is not free: SQLite copies every page
-    // the job then dirties into the statement journal first (callgrind and
-    // perf: ~5 % of a createRecord's writer time, in `subjournalPage`).
-    if let [job] = batch {
-        let seq_before = w.next_seq;
-        if !job.run(w) {
-            w.next_seq = seq_before;
-            // Its error is the job's own; the batch itself did not fail.
-            return exec(&w.conn, "ROLLBACK").map_err(|e| e.to_string());
-        }
-        return commit(w);
-    }
+    let alone = batch.len() == 1;
     for job in batch.iter_mut() {
         let seq_before = w.next_seq;
-        if !job.guarded() {
-            // Commits check everything before their first write, so one
-            // that fails has written nothing (or says so: then the batch
-            // goes, as a failed COMMIT would take it).
+        // A savepoint is not free: SQLite copies every page the job then
+        // dirties into the statement journal first (callgrind and perf:
+        // ~5 % of a createRecord's writer time, in `subjournalPage`). A job
+        // alone needs none (rolling the transaction back undoes exactly its
+        // writes), nor does an unguarded one (see `Job::guarded`).
+        if alone || !job.guarded() {
             w.partial = false;
             if !job.run(w) {
                 w.next_seq = seq_before;
-                if w.partial {
+                // Writes to undo: the batch goes, as a failed COMMIT would
+                // take it (a job alone keeps its own error).
+                if job.guarded() || w.partial {
                     let _ = w.conn.execute_batch("ROLLBACK");
                     return Err(
-                        "a commit failed while writing its rows; its batch was rolled back".into(),
+                        "a job failed while writing its rows; its batch was rolled back".into(),
                     );
                 }
             }
@@ -322,10 +314,6 @@ fn run_batch(w: &mut Writer, batch: &mut [Box<dyn Job>]) -> std::result::Result<
             return Err(e.to_string());
         }
     }
-    commit(w)
-}
-
-fn commit(w: &Writer) -> std::result::Result<(), String> {
     match exec(&w.conn, "COMMIT") {
         Ok(()) => Ok(()),
         Err(e) => {

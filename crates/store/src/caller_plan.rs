@@ -100,7 +100,7 @@ impl CallerPlans {
                     did,
                     reader: OnceCell::new(),
                 };
-                plan_commit(
+                let (plan, cache) = plan_commit(
                     &blocks,
                     Current::Mst,
                     cache,
@@ -110,53 +110,58 @@ impl CallerPlans {
                     &key,
                     writes,
                     swap_commit,
-                )
+                );
+                (plan.ok(), cache)
             }
-            None => {
-                let Ok(r) = store.reader() else {
-                    self.put_back(did, cache);
-                    return None;
-                };
-                if r.execute_batch("BEGIN").is_err() {
-                    self.put_back(did, cache);
-                    return None;
-                }
-                let root = writer::read_root(&r, did).ok().flatten();
-                let key = root
-                    .as_ref()
-                    .and_then(|root| self.key(did, root.key.as_deref()));
-                let out = match (root, key) {
-                    (Some(root), Some(key)) => {
-                        let blocks = SqlBlocks { conn: &r, did };
-                        let (plan, cache) = plan_commit(
-                            blocks,
-                            Current::Index(&r),
-                            cache,
-                            revs,
-                            did,
-                            &root,
-                            &key,
-                            writes,
-                            swap_commit,
-                        );
-                        (plan.ok(), cache)
-                    }
-                    _ => (None, cache),
-                };
-                let _ = r.execute_batch("COMMIT");
-                self.put_back(did, out.1);
-                return self.made(out.0);
-            }
+            None => self.plan_on_snapshot(store, revs, did, writes, swap_commit, cache),
         };
         self.put_back(did, cache);
-        self.made(plan.ok())
-    }
-
-    fn made(&self, plan: Option<Plan>) -> Option<Plan> {
         if plan.is_some() {
             self.planned.fetch_add(1, Ordering::Relaxed);
         }
         plan
+    }
+
+    /// The plan of an account with no root or key kept here: the root and
+    /// the record index read on a reader snapshot, as the writer would.
+    fn plan_on_snapshot(
+        &self,
+        store: &Store,
+        revs: &TidGenerator,
+        did: &str,
+        writes: &[Prepared],
+        swap_commit: Option<Cid>,
+        cache: NodeCache,
+    ) -> (Option<Plan>, NodeCache) {
+        let Ok(r) = store.reader() else {
+            return (None, cache);
+        };
+        if r.execute_batch("BEGIN").is_err() {
+            return (None, cache);
+        }
+        let root = writer::read_root(&r, did).ok().flatten();
+        let key = root
+            .as_ref()
+            .and_then(|root| self.key(did, root.key.as_deref()));
+        let out = match (root, key) {
+            (Some(root), Some(key)) => {
+                let (plan, cache) = plan_commit(
+                    SqlBlocks { conn: &r, did },
+                    Current::Index(&r),
+                    cache,
+                    revs,
+                    did,
+                    &root,
+                    &key,
+                    writes,
+                    swap_commit,
+                );
+                (plan.ok(), cache)
+            }
+            _ => (None, cache),
+        };
+        let _ = r.execute_batch("COMMIT");
+        out
     }
 
     /// Counts so far.

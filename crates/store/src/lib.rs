@@ -315,13 +315,30 @@ impl Store {
         })
     }
 
+    /// Runs `f` in the writer's next batch, inside its own savepoint.
     fn submit<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&mut writer::Writer) -> Result<T> + Send + 'static,
     {
+        self.submit_job(f, true)
+    }
+
+    /// Runs `f` in the writer's next batch; `guarded: false` for a job that
+    /// writes nothing when it fails unless it sets `Writer::partial`
+    /// (`batch::Job::guarded`).
+    fn submit_job<T, F>(&self, f: F, guarded: bool) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut writer::Writer) -> Result<T> + Send + 'static,
+    {
         let (rtx, rrx) = mpsc::sync_channel(1);
-        self.queue.submit(Box::new(Task::new(f, rtx)), &rrx)
+        let task = if guarded {
+            Task::new(f, rtx)
+        } else {
+            Task::unguarded(f, rtx)
+        };
+        self.queue.submit(Box::new(task), &rrx)
     }
 
     /// Creates an account with an empty, signed repository.
@@ -434,12 +451,10 @@ impl Store {
         };
         let planned = plan.as_ref().map(|p| p.commit.0);
         let owned = did.to_owned();
-        let (rtx, rrx) = mpsc::sync_channel(1);
-        let job = Task::unguarded(
-            move |w: &mut writer::Writer| w.apply(&owned, &prepared, swap_commit, plan),
-            rtx,
+        let r = self.submit_job(
+            move |w| w.apply(&owned, &prepared, swap_commit, plan),
+            false,
         );
-        let r = self.queue.submit(Box::new(job), &rrx);
         self.in_flight.fetch_sub(1, Ordering::AcqRel);
         if self.config.caller_plans
             && let Ok(info) = &r
