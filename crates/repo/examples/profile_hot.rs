@@ -36,26 +36,17 @@
 //! not the native ones: time it natively (`verify` prints ns per frame).
 
 use std::hint::black_box;
-use std::path::PathBuf;
 
 use repo::Cid;
 use repo::bench_internals::mst_keys as keys;
 use repo::firehose::Frame;
 use repo::mst::{MemoryBlockStore, Mst, NodeCache};
 
-fn corpus_frames() -> Vec<Vec<u8>> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/frames.bin.zst");
-    let raw = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    let raw = zstd::decode_all(&raw[..]).expect("zstd");
-    let mut out = Vec::new();
-    let mut pos = 0;
-    while pos + 4 <= raw.len() {
-        let len = u32::from_le_bytes(raw[pos..pos + 4].try_into().expect("4 bytes")) as usize;
-        out.push(raw[pos + 4..pos + 4 + len].to_vec());
-        pos += 4 + len;
-    }
-    out
-}
+/// The corpus readers the integration tests use.
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::{corpus_did_keys as corpus_keys, corpus_frames};
 
 #[inline(never)]
 fn work_verify(frames: &[Vec<u8>], passes: usize, reuse: bool) -> usize {
@@ -77,22 +68,6 @@ fn work_verify(frames: &[Vec<u8>], passes: usize, reuse: bool) -> usize {
         }
     }
     ok
-}
-
-/// DID -> signing key, from the corpus's DID documents.
-fn corpus_keys() -> std::collections::HashMap<String, repo::crypto::PublicKey> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/did_docs.json.zst");
-    let raw = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    let docs: serde_json::Value =
-        serde_json::from_slice(&zstd::decode_all(&raw[..]).expect("zstd")).expect("json");
-    docs.as_object()
-        .expect("object")
-        .iter()
-        .map(|(did, doc)| {
-            let key = repo::crypto::PublicKey::from_did_document(doc).expect("key");
-            (did.clone(), key)
-        })
-        .collect()
 }
 
 #[inline(never)]

@@ -427,22 +427,18 @@ fn split_sections<'a>(
 /// its CID. Blocks are hashed two at a time, paired by length (so the two
 /// messages of a pair mostly run the same number of SHA-256 blocks).
 fn first_mismatch(blocks: &[(Cid, &[u8])], log: Option<&mut BlockStates>) -> Option<usize> {
-    let mut order_small = [0u16; 64];
+    let mut order_small = [0usize; 64];
     let mut order_large = Vec::new();
-    let order: &mut [u16] = if blocks.len() <= order_small.len() {
+    let order: &mut [usize] = if blocks.len() <= order_small.len() {
         &mut order_small[..blocks.len()]
-    } else if blocks.len() <= usize::from(u16::MAX) {
+    } else {
         order_large.resize(blocks.len(), 0);
         &mut order_large
-    } else {
-        // Too many to index with u16: file order, one pair at a time
-        // (and no states kept).
-        return first_mismatch_in_order(blocks);
     };
     for (i, o) in order.iter_mut().enumerate() {
-        *o = i as u16;
+        *o = i;
     }
-    order.sort_unstable_by_key(|&i| blocks[usize::from(i)].1.len());
+    order.sort_unstable_by_key(|&i| blocks[i].1.len());
     let mut first: Option<usize> = None;
     let mut note = |i: usize, digest: &[u8; 32]| {
         if blocks[i].0.digest() != digest && first.is_none_or(|f| i < f) {
@@ -453,13 +449,12 @@ fn first_mismatch(blocks: &[(Cid, &[u8])], log: Option<&mut BlockStates>) -> Opt
     match log {
         None => {
             for p in &mut pairs {
-                let (a, b) = (usize::from(p[0]), usize::from(p[1]));
+                let (a, b) = (p[0], p[1]);
                 let (da, db) = sha256x2::digest_pair(blocks[a].1, blocks[b].1);
                 note(a, &da);
                 note(b, &db);
             }
-            if let [last] = pairs.remainder() {
-                let i = usize::from(*last);
+            if let [i] = *pairs.remainder() {
                 note(i, &sha256x2::digest(blocks[i].1));
             }
         }
@@ -478,7 +473,7 @@ fn first_mismatch(blocks: &[(Cid, &[u8])], log: Option<&mut BlockStates>) -> Opt
                 }
             };
             for p in &mut pairs {
-                let (a, b) = (usize::from(p[0]), usize::from(p[1]));
+                let (a, b) = (p[0], p[1]);
                 let (da, db) =
                     sha256x2::digest_pair_logged(blocks[a].1, blocks[b].1, &mut |lane, k, s| {
                         put(if lane == 0 { a } else { b }, k, s)
@@ -486,8 +481,7 @@ fn first_mismatch(blocks: &[(Cid, &[u8])], log: Option<&mut BlockStates>) -> Opt
                 note(a, &da);
                 note(b, &db);
             }
-            if let [last] = pairs.remainder() {
-                let i = usize::from(*last);
+            if let [i] = *pairs.remainder() {
                 note(
                     i,
                     &sha256x2::digest_logged(blocks[i].1, &mut |_, k, s| put(i, k, s)),
@@ -496,23 +490,6 @@ fn first_mismatch(blocks: &[(Cid, &[u8])], log: Option<&mut BlockStates>) -> Opt
         }
     }
     first
-}
-
-/// [`first_mismatch`] for block lists past `u16` indexing.
-#[cold]
-fn first_mismatch_in_order(blocks: &[(Cid, &[u8])]) -> Option<usize> {
-    let mut pairs = blocks.chunks_exact(2).enumerate();
-    for (k, p) in &mut pairs {
-        let (da, db) = sha256x2::digest_pair(p[0].1, p[1].1);
-        if p[0].0.digest() != &da {
-            return Some(2 * k);
-        }
-        if p[1].0.digest() != &db {
-            return Some(2 * k + 1);
-        }
-    }
-    let last = blocks.len().checked_sub(1)?;
-    (blocks.len() % 2 == 1 && !blocks[last].0.matches(blocks[last].1)).then_some(last)
 }
 
 /// The byte offset of section `i` (counted from the one at `pos`, which

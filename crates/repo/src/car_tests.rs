@@ -61,3 +61,47 @@ fn paired_verification_matches_one_pass() {
         assert_eq!(ours(&car[..i]), show(one_pass(&car[..i])), "cut at {i}");
     }
 }
+
+/// More blocks than the on-stack order holds, through both the plain and
+/// the state-keeping parse: the same answers as the one-pass parse, and
+/// each kept state resumes to the block's own digest.
+#[test]
+fn many_blocks_and_logged_states_match_one_pass() {
+    let datas: Vec<Vec<u8>> = (0..70usize)
+        .map(|i| (0..(i * 13) % 200).map(|j| (i + j * 3) as u8).collect())
+        .collect();
+    let cids: Vec<Cid> = datas.iter().map(|d| Cid::for_dag_cbor(d)).collect();
+    let car = write_car_vec(&cids[..1], cids.iter().zip(datas.iter().map(Vec::as_slice)));
+    let show = |r: Result<Parsed<'_>, CarError>| format!("{r:?}");
+    let plain = |b: &[u8]| {
+        let mut blocks = Vec::new();
+        let r = parse_into(b, true, &mut blocks);
+        format!("{:?}", r.map(|roots| (roots, blocks)))
+    };
+    let logged = |b: &[u8], states: &mut BlockStates| {
+        let mut blocks = Vec::new();
+        let r = parse_into_logged(b, &mut blocks, states);
+        format!("{:?}", r.map(|roots| (roots, blocks)))
+    };
+    let mut states = BlockStates::default();
+    assert_eq!(logged(&car, &mut states), show(one_pass(&car)));
+    for (i, d) in datas.iter().enumerate() {
+        let st = states.of(i);
+        assert_eq!(st.len(), d.len() / 64, "block {i}");
+        for (k, s) in st.iter().enumerate() {
+            let done = (k + 1) * 64;
+            assert_eq!(
+                &sha256x2::digest_resume(s, done as u64, &d[done..]),
+                cids[i].digest(),
+                "block {i} state {k}"
+            );
+        }
+    }
+    for i in (0..car.len()).step_by(97) {
+        let mut m = car.clone();
+        m[i] ^= 0x10;
+        let want = show(one_pass(&m));
+        assert_eq!(plain(&m), want, "byte {i}");
+        assert_eq!(logged(&m, &mut states), want, "byte {i} (logged)");
+    }
+}

@@ -26,7 +26,8 @@ use sha2::{Digest, Sha256};
 pub(crate) fn digest_pair(a: &[u8], b: &[u8]) -> ([u8; 32], [u8; 32]) {
     #[cfg(target_arch = "x86_64")]
     if ni::available() {
-        return ni::digest_pair::<false>(a, b, &mut |_, _, _| {});
+        // SAFETY: `available()` returned true.
+        return unsafe { ni::digest_pair::<false>(a, b, &mut |_, _, _| {}) };
     }
     (Sha256::digest(a).into(), Sha256::digest(b).into())
 }
@@ -42,7 +43,8 @@ pub(crate) fn digest_pair_logged(
 ) -> ([u8; 32], [u8; 32]) {
     #[cfg(target_arch = "x86_64")]
     if ni::available() {
-        return ni::digest_pair::<true>(a, b, log);
+        // SAFETY: `available()` returned true.
+        return unsafe { ni::digest_pair::<true>(a, b, log) };
     }
     (soft::digest(a, 0, log), soft::digest(b, 1, log))
 }
@@ -180,7 +182,6 @@ impl<'a> Blocks<'a> {
 #[cfg(target_arch = "x86_64")]
 mod ni {
     use std::arch::x86_64::*;
-    use std::sync::atomic::{AtomicU8, Ordering};
 
     use super::{Blocks, H0, State, bytes};
 
@@ -197,37 +198,31 @@ mod ni {
         0xc67178f2,
     ];
 
-    /// 0 = not probed yet, 1 = missing, 2 = present.
-    static HAVE: AtomicU8 = AtomicU8::new(0);
-
-    /// Whether the CPU has the SHA extensions and the SSE levels used here.
+    /// Whether the CPU has the SHA extensions and the SSE levels used here
+    /// (std caches the detection).
     #[inline]
     pub(super) fn available() -> bool {
-        match HAVE.load(Ordering::Relaxed) {
-            2 => true,
-            1 => false,
-            _ => {
-                let yes = std::is_x86_feature_detected!("sha")
-                    && std::is_x86_feature_detected!("sse2")
-                    && std::is_x86_feature_detected!("ssse3")
-                    && std::is_x86_feature_detected!("sse4.1");
-                HAVE.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
-                yes
-            }
-        }
+        std::is_x86_feature_detected!("sha")
+            && std::is_x86_feature_detected!("sse2")
+            && std::is_x86_feature_detected!("ssse3")
+            && std::is_x86_feature_detected!("sse4.1")
     }
 
     /// Both digests; with `LOG`, `log` gets each whole block's state.
-    pub(super) fn digest_pair<const LOG: bool>(
+    ///
+    /// # Safety
+    ///
+    /// [`available`] must have returned true.
+    pub(super) unsafe fn digest_pair<const LOG: bool>(
         a: &[u8],
         b: &[u8],
         log: &mut impl FnMut(usize, usize, &State),
     ) -> ([u8; 32], [u8; 32]) {
         let (ba, bb) = (Blocks::new(a), Blocks::new(b));
         let (mut sa, mut sb) = (H0, H0);
-        // SAFETY: `available()` returned true (every caller checks), so the
-        // CPU has every feature `compress` is compiled for (the only
-        // requirement of calling a `#[target_feature]` function).
+        // SAFETY: the caller checked `available()`, so the CPU has every
+        // feature `compress` is compiled for (the only requirement of
+        // calling a `#[target_feature]` function).
         unsafe { compress::<LOG>(&mut sa, &mut sb, &ba, &bb, log) };
         (bytes(&sa), bytes(&sb))
     }

@@ -163,7 +163,7 @@ impl<S: BlockSource> Loader<S> {
     /// Makes `link` editable (loading it if stored) and returns the node.
     pub fn open<'l>(&mut self, link: &'l mut Link) -> Result<&'l mut MutNode, MstError> {
         if let Link::Stored(cid) = *link {
-            let node = match self.fresh.remove(&cid) {
+            let mut node = match self.fresh.remove(&cid) {
                 Some(Fresh::Edited(n)) => n,
                 Some(Fresh::Decoded(n)) => Box::new(MutNode::from_node(&n)),
                 None if self.cache_opened => Box::new(MutNode::from_node(&*self.node(&cid)?)),
@@ -180,7 +180,6 @@ impl<S: BlockSource> Loader<S> {
                     }
                 },
             };
-            let mut node = node;
             node.origin = Some(cid);
             self.replaced.push(cid);
             *link = Link::Dirty(node);
