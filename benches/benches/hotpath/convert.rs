@@ -12,7 +12,10 @@
 //! timed is the conversion itself, including, for a consuming routine, the
 //! freeing of the input it consumed. Results are checked outside the timed
 //! closures: clone and move outputs equal, round trips equal, counts and
-//! checksums as expected.
+//! checksums as expected. The warm-input `convert.json_to_struct` rows
+//! (tier `<n>.warm`) time slices of the batch themselves (`iter_custom`,
+//! see [`warm_slices`]), each slice's clone and every output's drop still
+//! outside the timing.
 //!
 //! Throughput is the bytes of the input lines, except
 //! `codec.object_bytes_from_json` / `codec.base64_cell` (decoded payload

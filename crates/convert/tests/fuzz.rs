@@ -11,26 +11,6 @@ use rng::Rng;
 /// Bytes that matter to a JSON parser, to mutate with.
 const SPECIAL: &[u8] = b"{}[]\":,\\ntfe-+.0123456789 \t\x00\xff=/";
 
-fn mutate(rng: &mut Rng, line: &str) -> Vec<u8> {
-    let mut bytes = line.as_bytes().to_vec();
-    for _ in 0..1 + rng.below(4) {
-        if bytes.is_empty() {
-            break;
-        }
-        let at = rng.below(bytes.len());
-        match rng.below(5) {
-            0 => bytes[at] = SPECIAL[rng.below(SPECIAL.len())],
-            1 => bytes.truncate(at),
-            2 => bytes.insert(at, SPECIAL[rng.below(SPECIAL.len())]),
-            3 => {
-                bytes.remove(at);
-            }
-            _ => bytes[at] = rng.next() as u8,
-        }
-    }
-    bytes
-}
-
 fn exercise(bytes: &[u8]) {
     let text = String::from_utf8_lossy(bytes);
     match convert::parse_sql_dispatch(&text) {
@@ -75,13 +55,9 @@ fn random_bytes_do_not_panic() {
     let mut rng = Rng(0x5eed_1234_abcd_ef01);
     for _ in 0..4000 {
         let len = rng.below(256);
-        let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
-        exercise(&bytes);
+        exercise(&rng.bytes(len));
         // Mostly-JSON noise reaches deeper than uniform bytes.
-        let noise: Vec<u8> = (0..len)
-            .map(|_| SPECIAL[rng.below(SPECIAL.len())])
-            .collect();
-        exercise(&noise);
+        exercise(&rng.noise(len, SPECIAL));
     }
 }
 
@@ -99,7 +75,7 @@ fn mutated_datagen_lines_do_not_panic() {
         for line in lines(kind, count) {
             exercise(line.as_bytes());
             for _ in 0..8 {
-                exercise(&mutate(&mut rng, &line));
+                exercise(&rng.mutate(&line, SPECIAL, 4, None));
             }
         }
     }

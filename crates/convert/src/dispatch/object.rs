@@ -277,44 +277,39 @@ pub(crate) fn scan_object(line: &str) -> Option<ObjectDispatch> {
     let mut object = None;
     let mut content_type: Option<Option<String>> = None;
     let mut payload = None;
-    if !c.eat(b'}') {
-        loop {
-            let key = c.string()?;
-            c.expect(b':')?;
-            match Field::from_name(&key) {
-                Field::Op => {
-                    let name = c.string()?;
-                    set_once(&mut op, ObjectOp::parse(&name)?)?;
-                }
-                Field::Bucket => set_once(&mut bucket, non_blank_string(&mut c)?)?,
-                Field::Object => set_once(&mut object, non_blank_string(&mut c)?)?,
-                Field::ContentType => {
-                    let v = if c.eat_literal(b"null") {
-                        None
-                    } else {
-                        Some(c.string()?.into_owned())
-                    };
-                    set_once(&mut content_type, v)?;
-                }
-                Field::Payload(field, encoding) => {
-                    let data = c.string()?.into_owned();
-                    set_once(
-                        &mut payload,
-                        InlinePayload {
-                            field,
-                            encoding,
-                            data,
-                        },
-                    )?;
-                }
-                Field::Other => c.skip_value(MAX_DEPTH)?,
+    let mut more = !c.eat(b'}');
+    while more {
+        let key = c.string()?;
+        c.expect(b':')?;
+        match Field::from_name(&key) {
+            Field::Op => {
+                let name = c.string()?;
+                set_once(&mut op, ObjectOp::parse(&name)?)?;
             }
-            match c.next_token()? {
-                b',' => {}
-                b'}' => break,
-                _ => return None,
+            Field::Bucket => set_once(&mut bucket, non_blank_string(&mut c)?)?,
+            Field::Object => set_once(&mut object, non_blank_string(&mut c)?)?,
+            Field::ContentType => {
+                let v = if c.eat_literal(b"null") {
+                    None
+                } else {
+                    Some(c.string()?.into_owned())
+                };
+                set_once(&mut content_type, v)?;
             }
+            Field::Payload(field, encoding) => {
+                let data = c.string()?.into_owned();
+                set_once(
+                    &mut payload,
+                    InlinePayload {
+                        field,
+                        encoding,
+                        data,
+                    },
+                )?;
+            }
+            Field::Other => c.skip_value(MAX_DEPTH)?,
         }
+        more = c.more(b'}')?;
     }
     if !c.at_end() {
         return None;

@@ -131,33 +131,34 @@ fn hex(b: u8) -> Option<u16> {
 /// A read position in one JSON text.
 pub(crate) struct Cursor<'a> {
     text: &'a str,
-    bytes: &'a [u8],
     pos: usize,
 }
 
 impl<'a> Cursor<'a> {
     /// A cursor at the start of `text`.
     pub(crate) fn new(text: &'a str) -> Self {
-        Cursor {
-            text,
-            bytes: text.as_bytes(),
-            pos: 0,
-        }
+        Cursor { text, pos: 0 }
+    }
+
+    /// The text as bytes.
+    #[inline(always)]
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
     }
 
     /// Skips JSON whitespace.
     #[inline]
     fn skip_ws(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.pos) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes().get(self.pos) {
             self.pos += 1;
         }
     }
 
     /// The next byte that is not whitespace, consumed.
     #[inline]
-    pub(crate) fn next_token(&mut self) -> Option<u8> {
+    fn next_token(&mut self) -> Option<u8> {
         self.skip_ws();
-        let b = *self.bytes.get(self.pos)?;
+        let b = *self.bytes().get(self.pos)?;
         self.pos += 1;
         Some(b)
     }
@@ -173,7 +174,7 @@ impl<'a> Cursor<'a> {
     #[inline]
     pub(crate) fn eat(&mut self, b: u8) -> bool {
         self.skip_ws();
-        let hit = self.bytes.get(self.pos) == Some(&b);
+        let hit = self.bytes().get(self.pos) == Some(&b);
         self.pos += usize::from(hit);
         hit
     }
@@ -183,17 +184,29 @@ impl<'a> Cursor<'a> {
     #[inline]
     pub(crate) fn eat_literal(&mut self, word: &[u8]) -> bool {
         self.skip_ws();
-        let hit = self.bytes.get(self.pos..self.pos + word.len()) == Some(word);
+        let hit = self.bytes().get(self.pos..self.pos + word.len()) == Some(word);
         if hit {
             self.pos += word.len();
         }
         hit
     }
 
+    /// After a member of an array or object (after whitespace): `,`
+    /// (another member follows: `true`) or the `close` that ends it
+    /// (`false`); declines anything else.
+    #[inline]
+    pub(crate) fn more(&mut self, close: u8) -> Option<bool> {
+        match self.next_token()? {
+            b',' => Some(true),
+            b if b == close => Some(false),
+            _ => None,
+        }
+    }
+
     /// Whether only whitespace is left.
     pub(crate) fn at_end(&mut self) -> bool {
         self.skip_ws();
-        self.pos == self.bytes.len()
+        self.pos == self.bytes().len()
     }
 
     /// A string value (after whitespace): borrowed from the text when it
@@ -201,8 +214,8 @@ impl<'a> Cursor<'a> {
     pub(crate) fn string(&mut self) -> Option<Cow<'a, str>> {
         self.expect(b'"')?;
         let start = self.pos;
-        let stop = plain_run_end(self.bytes, start);
-        match self.bytes.get(stop) {
+        let stop = plain_run_end(self.bytes(), start);
+        match self.bytes().get(stop) {
             Some(b'"') => {
                 self.pos = stop + 1;
                 // Quotes are ASCII, so both ends are char boundaries.
@@ -227,9 +240,9 @@ impl<'a> Cursor<'a> {
     /// `None` when the text ends first or holds a raw control character.
     fn escaped_end(&self, mut at: usize) -> Option<usize> {
         loop {
-            match self.bytes.get(at)? {
+            match self.bytes().get(at)? {
                 b'"' => return Some(at),
-                b'\\' => at = plain_run_end(self.bytes, at + 2),
+                b'\\' => at = plain_run_end(self.bytes(), at + 2),
                 _ => return None,
             }
         }
@@ -242,10 +255,10 @@ impl<'a> Cursor<'a> {
             self.pos += 1; // the backslash
             self.unescape(out)?;
             let start = self.pos;
-            let stop = plain_run_end(self.bytes, start);
+            let stop = plain_run_end(self.bytes(), start);
             out.push_str(self.text.get(start..stop)?);
             self.pos = stop;
-            match self.bytes.get(stop) {
+            match self.bytes().get(stop) {
                 Some(b'"') => {
                     self.pos += 1;
                     return Some(());
@@ -258,7 +271,7 @@ impl<'a> Cursor<'a> {
 
     /// One escape (the cursor after its backslash), appended to `out`.
     fn unescape(&mut self, out: &mut String) -> Option<()> {
-        let b = *self.bytes.get(self.pos)?;
+        let b = *self.bytes().get(self.pos)?;
         self.pos += 1;
         let c = match b {
             b'"' => '"',
@@ -275,7 +288,7 @@ impl<'a> Cursor<'a> {
                     0xD800..=0xDBFF => {
                         // A high surrogate must be followed by an escaped
                         // low one; anything else is declined.
-                        if self.bytes.get(self.pos..self.pos + 2) != Some(b"\\u") {
+                        if self.bytes().get(self.pos..self.pos + 2) != Some(b"\\u") {
                             return None;
                         }
                         self.pos += 2;
@@ -300,7 +313,7 @@ impl<'a> Cursor<'a> {
 
     /// Four hex digits as a UTF-16 code unit.
     fn hex4(&mut self) -> Option<u16> {
-        let digits = self.bytes.get(self.pos..self.pos + 4)?;
+        let digits = self.bytes().get(self.pos..self.pos + 4)?;
         let unit = digits
             .iter()
             .try_fold(0u16, |acc, &d| Some(acc << 4 | hex(d)?))?;
@@ -311,7 +324,7 @@ impl<'a> Cursor<'a> {
     /// A number (after whitespace), validated against JSON's grammar and
     /// skipped.
     fn skip_number(&mut self) -> Option<()> {
-        let b = self.bytes;
+        let b = self.bytes();
         let digits = |mut i: usize| {
             while let Some(b'0'..=b'9') = b.get(i) {
                 i += 1;
@@ -353,43 +366,30 @@ impl<'a> Cursor<'a> {
     /// most `depth` levels of arrays and objects.
     pub(crate) fn skip_value(&mut self, depth: u32) -> Option<()> {
         self.skip_ws();
-        match *self.bytes.get(self.pos)? {
+        match *self.bytes().get(self.pos)? {
             b'"' => self.string().map(drop),
             b'-' | b'0'..=b'9' => self.skip_number(),
             b't' => self.eat_literal(b"true").then_some(()),
             b'f' => self.eat_literal(b"false").then_some(()),
             b'n' => self.eat_literal(b"null").then_some(()),
-            b'[' => {
+            open @ (b'[' | b'{') => {
                 let depth = depth.checked_sub(1)?;
+                let (close, keyed) = if open == b'{' {
+                    (b'}', true)
+                } else {
+                    (b']', false)
+                };
                 self.pos += 1;
-                if self.eat(b']') {
-                    return Some(());
-                }
-                loop {
-                    self.skip_value(depth)?;
-                    match self.next_token()? {
-                        b',' => {}
-                        b']' => return Some(()),
-                        _ => return None,
+                let mut more = !self.eat(close);
+                while more {
+                    if keyed {
+                        self.string()?;
+                        self.expect(b':')?;
                     }
-                }
-            }
-            b'{' => {
-                let depth = depth.checked_sub(1)?;
-                self.pos += 1;
-                if self.eat(b'}') {
-                    return Some(());
-                }
-                loop {
-                    self.string()?;
-                    self.expect(b':')?;
                     self.skip_value(depth)?;
-                    match self.next_token()? {
-                        b',' => {}
-                        b'}' => return Some(()),
-                        _ => return None,
-                    }
+                    more = self.more(close)?;
                 }
+                Some(())
             }
             _ => None,
         }

@@ -288,40 +288,15 @@ fn mutated_and_random_lines_agree() {
     let lines = datagen::hotpath::lines(datagen::hotpath::Kind::ObjectDispatch, 400);
     for line in &lines {
         for _ in 0..16 {
-            let mut bytes = line.as_bytes().to_vec();
-            for _ in 0..1 + rng.below(3) {
-                if bytes.is_empty() {
-                    break;
-                }
-                // Mostly near the small fields at the start, sometimes anywhere.
-                let span = if rng.below(4) == 0 {
-                    bytes.len()
-                } else {
-                    bytes.len().min(160)
-                };
-                let at = rng.below(span);
-                let b = SPECIAL[rng.below(SPECIAL.len())];
-                match rng.below(5) {
-                    0 => bytes[at] = b,
-                    1 => bytes.truncate(at),
-                    2 => bytes.insert(at, b),
-                    3 => {
-                        bytes.remove(at);
-                    }
-                    _ => bytes[at] = rng.next() as u8,
-                }
-            }
+            // Mostly near the small fields at the start, sometimes anywhere.
+            let bytes = rng.mutate(line, SPECIAL, 3, Some(160));
             check_line(&String::from_utf8_lossy(&bytes));
         }
     }
     for _ in 0..4000 {
         let len = rng.below(96);
-        let noise: Vec<u8> = (0..len)
-            .map(|_| SPECIAL[rng.below(SPECIAL.len())])
-            .collect();
-        check_line(&String::from_utf8_lossy(&noise));
-        let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
-        check_line(&String::from_utf8_lossy(&bytes));
+        check_line(&String::from_utf8_lossy(&rng.noise(len, SPECIAL)));
+        check_line(&String::from_utf8_lossy(&rng.bytes(len)));
     }
 }
 
