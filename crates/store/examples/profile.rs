@@ -12,7 +12,8 @@
 //! accounts, `n` creates in all). The fixture (one account,
 //! `PROFILE_RECORDS` records, default 2,000) is built in a temp dir (or at
 //! `PROFILE_DB`) before the measured loop; `n` operations follow.
-//! `PROFILE_WAL_FRAMES` sets `Config::wal_restart_frames`;
+//! `PROFILE_WAL_FRAMES` sets `Config::wal_restart_frames` and
+//! `PROFILE_CHECKPOINT_MS` `Config::checkpoint_interval`;
 //! `PROFILE_CALLER_PLANS=0` turns `Config::caller_plans` off (`1`: on, the
 //! default).
 
@@ -48,6 +49,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .and_then(|s| s.parse().ok())
     {
         config.wal_restart_frames = frames;
+    }
+    if let Some(ms) = std::env::var("PROFILE_CHECKPOINT_MS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        config.checkpoint_interval = std::time::Duration::from_millis(ms);
     }
     if let Some(v) = std::env::var_os("PROFILE_CALLER_PLANS") {
         config.caller_plans = v != "0";

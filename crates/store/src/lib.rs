@@ -31,8 +31,9 @@
 //! NORMAL by default (durable against process crashes, not power loss),
 //! FULL with [`Config::durable`]. The writer's connection never
 //! checkpoints (`wal_autocheckpoint = 0`); a background thread runs PASSIVE
-//! checkpoints every 20 ms, so no COMMIT pays for a checkpoint's fsync;
-//! once the WAL passes [`Config::wal_restart_frames`], the writer copies the last few frames
+//! checkpoints every [`Config::checkpoint_interval`] (200 ms), so no COMMIT
+//! pays for a checkpoint's fsync; once the WAL passes
+//! [`Config::wal_restart_frames`], the writer copies the last few frames
 //! itself between two batches so that the WAL rewinds (`batch.rs`).
 //!
 //! The writer's connection opens through a thin VFS over SQLite's unix VFS
@@ -186,9 +187,6 @@ impl Drop for Store {
     }
 }
 
-/// How often the background checkpointer runs a PASSIVE checkpoint.
-const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
-
 /// Moves WAL frames into the database file off the writer's path: the
 /// writer's connection has `wal_autocheckpoint = 0`, so its COMMIT never
 /// pays for a checkpoint (and its fsync); this thread runs PASSIVE
@@ -198,6 +196,7 @@ fn spawn_checkpointer(
     path: &Path,
     durable: bool,
     restart_frames: i64,
+    every: std::time::Duration,
     wal: Arc<batch::WalBacklog>,
 ) -> Result<(Sender<()>, JoinHandle<()>)> {
     let conn = schema::open_checkpointer(path, durable)?;
@@ -206,10 +205,7 @@ fn spawn_checkpointer(
         .name("atstore-checkpoint".into())
         .spawn(move || {
             loop {
-                let done = !matches!(
-                    rx.recv_timeout(CHECKPOINT_EVERY),
-                    Err(mpsc::RecvTimeoutError::Timeout)
-                );
+                let done = !matches!(rx.recv_timeout(every), Err(mpsc::RecvTimeoutError::Timeout));
                 if !wal.idle() && !done {
                     // The writer is about to copy the last frames.
                     continue;
@@ -269,6 +265,7 @@ impl Store {
             &path,
             config.durable,
             config.wal_restart_frames,
+            config.checkpoint_interval,
             wal,
         )?);
         let plans = caller_plan::CallerPlans::new(config.planners);
