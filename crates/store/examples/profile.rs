@@ -16,6 +16,16 @@
 //! `PROFILE_CHECKPOINT_MS` `Config::checkpoint_interval`;
 //! `PROFILE_CALLER_PLANS=0` turns `Config::caller_plans` off (`1`: on, the
 //! default).
+//!
+//! Which tables a commit's WAL frames go to: keep the database, let
+//! nothing checkpoint, and abort right after the loop so the WAL stays:
+//!
+//! ```sh
+//! PROFILE_DB=/tmp/t/p.sqlite PROFILE_CHECKPOINT_MS=1000000 \
+//!   PROFILE_WAL_FRAMES=100000000 PROFILE_ABORT=1 PROFILE_RECORDS=100000 \
+//!   target/release/examples/profile tier 2000
+//! python3 scripts/wal_frames.py /tmp/t/p.sqlite 4000
+//! ```
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -132,6 +142,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let el = t.elapsed();
+    if std::env::var_os("PROFILE_ABORT").is_some() {
+        // No close, no last checkpoint: the WAL stays for `wal_frames.py`.
+        std::process::abort();
+    }
     eprintln!(
         "{mode}: {n} ops in {el:.2?} ({:.0} ops/s)",
         n as f64 / el.as_secs_f64()
