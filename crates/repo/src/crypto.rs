@@ -26,8 +26,10 @@
 //! nonces over h mod n and return 64-byte compact low-S, so they produce
 //! the same bytes; libsecp256k1 signs on one context blinded once per
 //! process, through one documented `unsafe` FFI call (the crate's safe
-//! entry point re-blinds after every signature, doubling its cost). Property tests
-//! (`tests/crypto.rs`) hold the backends to identical answers and bytes.
+//! entry point re-blinds after every signature, doubling its cost), with
+//! its RFC 6979 nonce computed on `sha2` (`crypto_rfc6979.rs`). Property
+//! tests (`tests/crypto.rs`) hold the backends to identical answers and
+//! bytes.
 
 use k256::ecdsa::signature::hazmat::{PrehashSigner, PrehashVerifier};
 use sha2::{Digest, Sha256};
@@ -319,7 +321,9 @@ fn signing_context() -> &'static secp256k1::Secp256k1<secp256k1::SignOnly> {
 }
 
 /// ECDSA-signs `digest` with libsecp256k1 on [`signing_context`]: RFC 6979
-/// nonce (no extra data), 64-byte compact, low S (libsecp256k1 never
+/// nonce (no extra data) computed on `sha2` by `crypto_rfc6979.rs` (the
+/// library's own nonce function hashes with portable C: ~3 µs more per
+/// signature on the bench VM), 64-byte compact, low S (libsecp256k1 never
 /// returns high S). `None` if libsecp256k1 reports failure (it cannot for
 /// a valid key; the caller then signs with RustCrypto).
 #[cfg(feature = "libsecp256k1")]
@@ -331,9 +335,11 @@ fn libsecp256k1_sign(sk: &secp256k1::SecretKey, digest: &[u8; 32]) -> Option<[u8
     // a 32-byte secret key (both borrowed arrays of exactly that size), and
     // writes the 64-byte opaque signature it is given as an out-pointer,
     // zero-initialised as the FFI docs require for out-pointers. The nonce
-    // function is the library's own RFC 6979 one; extra nonce data is NULL,
-    // which it accepts. The context is only read, and libsecp256k1
-    // documents signing contexts as safe to share across threads for that.
+    // function is `rfc6979::nonce_function` (the library's RFC 6979 nonce,
+    // computed on sha2), which reads and writes only the 32-byte buffers
+    // libsecp256k1 hands it; extra nonce data is NULL. The context is only
+    // read, and libsecp256k1 documents signing contexts as safe to share
+    // across threads for that.
     let (ok, sig) = unsafe {
         let mut sig = ffi::Signature::new();
         let ok = ffi::secp256k1_ecdsa_sign(
@@ -341,7 +347,7 @@ fn libsecp256k1_sign(sk: &secp256k1::SecretKey, digest: &[u8; 32]) -> Option<[u8
             &mut sig,
             digest.as_ptr(),
             sk.as_secret_bytes().as_ptr(),
-            ffi::secp256k1_nonce_function_rfc6979,
+            Some(rfc6979::nonce_function),
             std::ptr::null(),
         );
         (ok, sig)
@@ -627,6 +633,10 @@ impl PublicKey {
         }
     }
 }
+
+#[cfg(feature = "libsecp256k1")]
+#[path = "crypto_rfc6979.rs"]
+mod rfc6979;
 
 #[cfg(test)]
 #[path = "crypto_tests.rs"]

@@ -91,3 +91,83 @@ fn keypair_clone_debug_and_round_trip() {
         inner.signing_key().to_bytes()
     );
 }
+
+/// libsecp256k1's own RFC 6979 nonce for `key`, `msg`, attempt `counter`.
+#[cfg(feature = "libsecp256k1")]
+fn libsecp256k1_nonce(key: &[u8; 32], msg: &[u8; 32], counter: u32) -> [u8; 32] {
+    // SAFETY: reading an immutable extern static the library initialises.
+    let f = unsafe { secp256k1::ffi::secp256k1_nonce_function_rfc6979 }
+        .expect("libsecp256k1 exports its RFC 6979 nonce function");
+    let mut out = [0u8; 32];
+    // SAFETY: 32 writable bytes and two 32-byte inputs; no algo, no data.
+    let ok = unsafe {
+        f(
+            out.as_mut_ptr(),
+            msg.as_ptr(),
+            key.as_ptr(),
+            std::ptr::null(),
+            std::ptr::null_mut(),
+            counter,
+        )
+    };
+    assert_eq!(ok, 1);
+    out
+}
+
+#[cfg(feature = "libsecp256k1")]
+#[test]
+fn rfc6979_nonce_is_libsecp256k1s_own() {
+    // Keys 1, 7..7 and a random-looking one; digests zero, all-ones (above
+    // the order, so reduced first), and others; the first retries too.
+    let mut one = [0u8; 32];
+    one[31] = 1;
+    let other: [u8; 32] = Sha256::digest(b"key").into();
+    for key in [one, [7u8; 32], other] {
+        for seed in [&b""[..], b"a", b"commit"] {
+            let digest: [u8; 32] = Sha256::digest(seed).into();
+            for msg in [[0u8; 32], [0xff; 32], digest] {
+                for counter in 0..4 {
+                    let theirs = libsecp256k1_nonce(&key, &msg, counter);
+                    assert_eq!(rfc6979::nonce(&key, &msg, counter), Some(theirs));
+                    let mut via = [0u8; 32];
+                    // SAFETY: the buffers libsecp256k1 would pass.
+                    let ok = unsafe {
+                        rfc6979::nonce_function(
+                            via.as_mut_ptr(),
+                            msg.as_ptr(),
+                            key.as_ptr(),
+                            std::ptr::null(),
+                            std::ptr::null_mut(),
+                            counter,
+                        )
+                    };
+                    assert_eq!((ok, via), (1, theirs));
+                }
+            }
+        }
+    }
+    // Extra data or an algorithm tag are declined, never misread.
+    let (key, msg, mut out, mut data) = ([7u8; 32], [1u8; 32], [0u8; 32], [2u8; 32]);
+    // SAFETY: every pointer is to a live 32-byte (or 16-byte) buffer.
+    let declined = unsafe {
+        (
+            rfc6979::nonce_function(
+                out.as_mut_ptr(),
+                msg.as_ptr(),
+                key.as_ptr(),
+                std::ptr::null(),
+                data.as_mut_ptr().cast(),
+                0,
+            ),
+            rfc6979::nonce_function(
+                out.as_mut_ptr(),
+                msg.as_ptr(),
+                key.as_ptr(),
+                b"0123456789abcdef".as_ptr(),
+                std::ptr::null_mut(),
+                0,
+            ),
+        )
+    };
+    assert_eq!(declined, (0, 0));
+}
