@@ -41,19 +41,21 @@ pub(crate) struct MutEntry {
 
 impl MutNode {
     pub fn from_node(n: &Node) -> MutNode {
-        MutNode {
-            origin: None,
-            left: n.left.map(Link::Stored),
-            entries: n
-                .entries
-                .iter()
-                .map(|e| MutEntry {
-                    key: e.key.clone(),
-                    value: e.value,
-                    right: e.right.map(Link::Stored),
-                })
-                .collect(),
-        }
+        let mut m = MutNode::default();
+        m.fill_from(n);
+        m
+    }
+
+    /// Makes this node an editable copy of `n`, reusing its entry list.
+    pub fn fill_from(&mut self, n: &Node) {
+        self.origin = None;
+        self.left = n.left.map(Link::Stored);
+        self.entries.clear();
+        self.entries.extend(n.entries.iter().map(|e| MutEntry {
+            key: e.key.clone(),
+            value: e.value,
+            right: e.right.map(Link::Stored),
+        }));
     }
 
     /// The decoded form of a node whose links are all stored (as a commit

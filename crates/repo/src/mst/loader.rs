@@ -15,10 +15,29 @@ use crate::cid::{Cid, CidMap};
 /// [`Mst::with_cache`](super::Mst::with_cache) /
 /// [`Mst::into_cache`](super::Mst::into_cache) to keep hot paths decoded
 /// across writes.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct NodeCache {
     map: CidMap<Arc<Node>>,
     capacity: usize,
+    /// Emptied editable nodes, kept from one tree to the next (see
+    /// [`Mst::into_cache`](super::Mst::into_cache)): opening a path node
+    /// for an edit refills one instead of allocating a node and its entry
+    /// list. A 100k-key tree's path nodes hold more entries, and their
+    /// lists outgrew glibc's per-thread cache (1 KiB), so allocating them
+    /// fresh took its slower bins on every add.
+    #[allow(clippy::vec_box)] // the boxes are what is reused
+    pub(crate) spare: Vec<Box<MutNode>>,
+}
+
+impl Clone for NodeCache {
+    /// The cached nodes (shared); the spare nodes stay with the original.
+    fn clone(&self) -> Self {
+        NodeCache {
+            map: self.map.clone(),
+            capacity: self.capacity,
+            spare: Vec::new(),
+        }
+    }
 }
 
 impl Default for NodeCache {
@@ -33,6 +52,7 @@ impl NodeCache {
         NodeCache {
             map: CidMap::default(),
             capacity,
+            spare: Vec::new(),
         }
     }
 
@@ -42,6 +62,7 @@ impl NodeCache {
         NodeCache {
             map: CidMap::with_capacity_and_hasher(expected.min(capacity), Default::default()),
             capacity,
+            spare: Vec::new(),
         }
     }
 
@@ -165,8 +186,11 @@ impl<S: BlockSource> Loader<S> {
         if let Link::Stored(cid) = *link {
             let mut node = match self.fresh.remove(&cid) {
                 Some(Fresh::Edited(n)) => n,
-                Some(Fresh::Decoded(n)) => Box::new(MutNode::from_node(&n)),
-                None if self.cache_opened => Box::new(MutNode::from_node(&*self.node(&cid)?)),
+                Some(Fresh::Decoded(n)) => self.refilled(&n),
+                None if self.cache_opened => {
+                    let n = self.node(&cid)?;
+                    self.refilled(&n)
+                }
                 None => match self.cache.map.get(&cid) {
                     Some(n) => Box::new(MutNode::from_node(n)),
                     None => {
@@ -188,6 +212,13 @@ impl<S: BlockSource> Loader<S> {
             Link::Dirty(n) => Ok(n),
             Link::Stored(_) => Err(MstError::malformed("unreachable: link not opened")),
         }
+    }
+
+    /// An editable copy of `n`, in a pooled node when there is one.
+    fn refilled(&mut self, n: &Node) -> Box<MutNode> {
+        let mut m = self.pool.pop().unwrap_or_default();
+        m.fill_from(n);
+        m
     }
 
     /// Takes ownership of a subtree's root node as editable.

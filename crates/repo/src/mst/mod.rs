@@ -218,4 +218,48 @@ mod tests {
         assert!(validate_key(&format!("a/{}", "x".repeat(1022))).is_ok());
         assert!(validate_key(&format!("a/{}", "x".repeat(1023))).is_err());
     }
+
+    #[test]
+    fn spare_nodes_carried_across_trees_change_no_root() {
+        // Commit after commit, each tree opened with the cache (and spare
+        // nodes) the last one left, against one tree built in one go.
+        let leaf = Cid::for_dag_cbor(b"leaf");
+        let keys: Vec<String> = (0..300u32)
+            .map(|i| format!("app.bsky.feed.post/{:013}", i.wrapping_mul(2_654_435_761)))
+            .collect();
+        let mut store = MemoryBlockStore::new();
+        let mut root = {
+            let mut t = Mst::empty(MemoryBlockStore::new());
+            let c = t.commit().unwrap();
+            store.extend(c.new_blocks);
+            c.root
+        };
+        let mut cache = NodeCache::default();
+        let mut reused = 0;
+        for (i, k) in keys.iter().enumerate() {
+            let mut t = Mst::with_cache(&store, root, cache);
+            reused += usize::from(!t.ld.pool.is_empty());
+            t.insert(k, leaf).unwrap();
+            if i % 3 == 2 {
+                // A delete too: merges reopen and release nodes.
+                t.delete(&keys[i - 1]).unwrap();
+            }
+            let c = t.commit().unwrap();
+            root = c.root;
+            cache = if i % 2 == 0 {
+                t.into_cache_with_new_nodes()
+            } else {
+                t.into_cache()
+            };
+            store.extend(c.new_blocks);
+        }
+        assert!(reused > 250, "spare nodes were reused in {reused} trees");
+        let mut whole = Mst::empty(MemoryBlockStore::new());
+        for (i, k) in keys.iter().enumerate() {
+            if i % 3 != 1 {
+                whole.insert(k, leaf).unwrap();
+            }
+        }
+        assert_eq!(whole.commit().unwrap().root, root);
+    }
 }

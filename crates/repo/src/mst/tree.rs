@@ -73,14 +73,14 @@ impl<S: BlockSource> Mst<S> {
     }
 
     /// Like [`load`](Self::load), reusing a node cache.
-    pub fn with_cache(source: S, root: Cid, cache: NodeCache) -> Self {
+    pub fn with_cache(source: S, root: Cid, mut cache: NodeCache) -> Self {
         Mst {
             ld: Loader {
                 source,
+                pool: std::mem::take(&mut cache.spare),
                 cache,
                 fresh: CidMap::default(),
                 replaced: Vec::new(),
-                pool: Vec::new(),
                 cache_opened: true,
             },
             root: Link::Stored(root),
@@ -130,7 +130,7 @@ impl<S: BlockSource> Mst<S> {
 
     /// Gives back the node cache (for the next tree over the same source).
     pub fn into_cache(self) -> NodeCache {
-        self.ld.cache
+        self.into_cache_keeping(false)
     }
 
     /// Like [`into_cache`](Self::into_cache), with the nodes this tree's
@@ -141,13 +141,37 @@ impl<S: BlockSource> Mst<S> {
     /// Only for a source that stores what the commits return (a node that
     /// never reached the source stays reachable only through CIDs that
     /// name its exact content, so it is never wrong, merely unused).
-    pub fn into_cache_with_new_nodes(mut self) -> NodeCache {
-        for (cid, mut fresh) in std::mem::take(&mut self.ld.fresh) {
-            if let Ok(node) = fresh.decoded() {
-                self.ld.cache.insert(cid, node);
+    pub fn into_cache_with_new_nodes(self) -> NodeCache {
+        self.into_cache_keeping(true)
+    }
+
+    /// The cache, with this tree's edited nodes emptied into its spare
+    /// nodes (for the next tree's edits), after adding each committed one
+    /// to it decoded when `keep_new`.
+    fn into_cache_keeping(self, keep_new: bool) -> NodeCache {
+        let Mst { ld, root, .. } = self;
+        let Loader {
+            mut cache,
+            fresh,
+            pool,
+            ..
+        } = ld;
+        let mut spare = pool;
+        for (cid, f) in fresh {
+            match f {
+                Fresh::Decoded(node) if keep_new => cache.insert(cid, node),
+                Fresh::Decoded(_) => {}
+                Fresh::Edited(m) => {
+                    if keep_new && let Ok(node) = m.to_node() {
+                        cache.insert(cid, Arc::new(node));
+                    }
+                    recycle(Link::Dirty(m), &mut spare);
+                }
             }
         }
-        self.ld.cache
+        recycle(root, &mut spare);
+        cache.spare = spare;
+        cache
     }
 
     /// The block source.
