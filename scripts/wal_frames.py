@@ -47,8 +47,12 @@ def main() -> int:
         return 2
     db = sys.argv[1]
     last = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
-    with open(db + "-wal", "rb") as f:
-        commits = commits_in_wal(f.read())
+    try:
+        with open(db + "-wal", "rb") as f:
+            commits = commits_in_wal(f.read())
+    except OSError as e:
+        print(f"cannot read the WAL: {e}")
+        return 1
     if not commits:
         print("no committed frames in", db + "-wal")
         return 1

@@ -142,10 +142,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let el = t.elapsed();
-    if std::env::var_os("PROFILE_ABORT").is_some() {
-        // No close, no last checkpoint: the WAL stays for `wal_frames.py`.
-        std::process::abort();
-    }
+    abort_if_asked();
     eprintln!(
         "{mode}: {n} ops in {el:.2?} ({:.0} ops/s)",
         n as f64 / el.as_secs_f64()
@@ -190,10 +187,20 @@ fn apply_callers(
         }
     });
     let el = t.elapsed();
+    abort_if_asked();
     eprintln!(
         "apply x{callers}: {n} ops in {el:.2?} ({:.0} ops/s)",
         n as f64 / el.as_secs_f64()
     );
     eprintln!("{:?}", store.caller_plan_stats());
     Ok(())
+}
+
+/// `PROFILE_ABORT`: ends the process right after the measured loop, with
+/// no close and no last checkpoint, so the WAL stays for
+/// `scripts/wal_frames.py`.
+fn abort_if_asked() {
+    if std::env::var_os("PROFILE_ABORT").is_some() {
+        std::process::abort();
+    }
 }
