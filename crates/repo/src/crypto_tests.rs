@@ -92,31 +92,49 @@ fn keypair_clone_debug_and_round_trip() {
     );
 }
 
-/// libsecp256k1's own RFC 6979 nonce for `key`, `msg`, attempt `counter`.
+/// A libsecp256k1 nonce function's C signature.
 #[cfg(feature = "libsecp256k1")]
-fn libsecp256k1_nonce(key: &[u8; 32], msg: &[u8; 32], counter: u32) -> [u8; 32] {
-    // SAFETY: reading an immutable extern static the library initialises.
-    let f = unsafe { secp256k1::ffi::secp256k1_nonce_function_rfc6979 }
-        .expect("libsecp256k1 exports its RFC 6979 nonce function");
+type RawNonceFn = unsafe extern "C" fn(
+    *mut u8,
+    *const u8,
+    *const u8,
+    *const u8,
+    *mut std::ffi::c_void,
+    u32,
+) -> i32;
+
+/// Calls nonce function `f` as libsecp256k1 would: (its answer, the nonce).
+#[cfg(feature = "libsecp256k1")]
+fn call_nonce(
+    f: RawNonceFn,
+    key: &[u8; 32],
+    msg: &[u8; 32],
+    algo16: Option<&[u8; 16]>,
+    data: Option<&mut [u8; 32]>,
+    counter: u32,
+) -> (i32, [u8; 32]) {
     let mut out = [0u8; 32];
-    // SAFETY: 32 writable bytes and two 32-byte inputs; no algo, no data.
+    // SAFETY: a nonce function reads 32-byte `msg` and `key`, a 16-byte
+    // algorithm tag and 32 bytes of data when given, and writes 32 bytes.
     let ok = unsafe {
         f(
             out.as_mut_ptr(),
             msg.as_ptr(),
             key.as_ptr(),
-            std::ptr::null(),
-            std::ptr::null_mut(),
+            algo16.map_or(std::ptr::null(), |a| a.as_ptr()),
+            data.map_or(std::ptr::null_mut(), |d| d.as_mut_ptr().cast()),
             counter,
         )
     };
-    assert_eq!(ok, 1);
-    out
+    (ok, out)
 }
 
 #[cfg(feature = "libsecp256k1")]
 #[test]
 fn rfc6979_nonce_is_libsecp256k1s_own() {
+    // SAFETY: reading an immutable extern static the library initialises.
+    let theirs_fn = unsafe { secp256k1::ffi::secp256k1_nonce_function_rfc6979 }
+        .expect("libsecp256k1 exports its RFC 6979 nonce function");
     // Keys 1, 7..7 and a random-looking one; digests zero, all-ones (above
     // the order, so reduced first), and others; the first retries too.
     let mut one = [0u8; 32];
@@ -127,47 +145,32 @@ fn rfc6979_nonce_is_libsecp256k1s_own() {
             let digest: [u8; 32] = Sha256::digest(seed).into();
             for msg in [[0u8; 32], [0xff; 32], digest] {
                 for counter in 0..4 {
-                    let theirs = libsecp256k1_nonce(&key, &msg, counter);
+                    let (ok, theirs) = call_nonce(theirs_fn, &key, &msg, None, None, counter);
+                    assert_eq!(ok, 1);
                     assert_eq!(rfc6979::nonce(&key, &msg, counter), Some(theirs));
-                    let mut via = [0u8; 32];
-                    // SAFETY: the buffers libsecp256k1 would pass.
-                    let ok = unsafe {
-                        rfc6979::nonce_function(
-                            via.as_mut_ptr(),
-                            msg.as_ptr(),
-                            key.as_ptr(),
-                            std::ptr::null(),
-                            std::ptr::null_mut(),
-                            counter,
-                        )
-                    };
-                    assert_eq!((ok, via), (1, theirs));
+                    let ours = call_nonce(rfc6979::nonce_function, &key, &msg, None, None, counter);
+                    assert_eq!(ours, (1, theirs));
                 }
             }
         }
     }
     // Extra data or an algorithm tag are declined, never misread.
-    let (key, msg, mut out, mut data) = ([7u8; 32], [1u8; 32], [0u8; 32], [2u8; 32]);
-    // SAFETY: every pointer is to a live 32-byte (or 16-byte) buffer.
-    let declined = unsafe {
-        (
-            rfc6979::nonce_function(
-                out.as_mut_ptr(),
-                msg.as_ptr(),
-                key.as_ptr(),
-                std::ptr::null(),
-                data.as_mut_ptr().cast(),
-                0,
-            ),
-            rfc6979::nonce_function(
-                out.as_mut_ptr(),
-                msg.as_ptr(),
-                key.as_ptr(),
-                b"0123456789abcdef".as_ptr(),
-                std::ptr::null_mut(),
-                0,
-            ),
-        )
-    };
-    assert_eq!(declined, (0, 0));
+    let (key, msg) = ([7u8; 32], [1u8; 32]);
+    let with_data = call_nonce(
+        rfc6979::nonce_function,
+        &key,
+        &msg,
+        None,
+        Some(&mut [2; 32]),
+        0,
+    );
+    let with_algo = call_nonce(
+        rfc6979::nonce_function,
+        &key,
+        &msg,
+        Some(b"0123456789abcdef"),
+        None,
+        0,
+    );
+    assert_eq!((with_data.0, with_algo.0), (0, 0));
 }
