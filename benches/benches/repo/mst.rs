@@ -63,6 +63,11 @@
 //! `ours` for all three tiers in one go and read the ratio, not the
 //! absolute times).
 //!
+//! Later, a tree opened with a `NodeCache` took over the editable nodes
+//! the previous tree left in it instead of allocating a node and an entry
+//! list per path node: both tiers got ~3-5 % faster, the ratio stayed
+//! ~2.05x.
+//!
 //! Left as is: SHA-256 is now about a third of an add at 100k, hashed
 //! node after node up the path (each parent needs its child's CID), so it
 //! cannot be interleaved as the frame-verify path's block checks are; and

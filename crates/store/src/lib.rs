@@ -187,6 +187,11 @@ impl Drop for Store {
     }
 }
 
+/// The shortest pause between two background checkpoints
+/// ([`Config::checkpoint_interval`] is raised to it), so a zero interval
+/// cannot spin the thread.
+const MIN_CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// Moves WAL frames into the database file off the writer's path: the
 /// writer's connection has `wal_autocheckpoint = 0`, so its COMMIT never
 /// pays for a checkpoint (and its fsync); this thread runs PASSIVE
@@ -205,7 +210,10 @@ fn spawn_checkpointer(
         .name("atstore-checkpoint".into())
         .spawn(move || {
             loop {
-                let done = !matches!(rx.recv_timeout(every), Err(mpsc::RecvTimeoutError::Timeout));
+                let done = !matches!(
+                    rx.recv_timeout(every.max(MIN_CHECKPOINT_INTERVAL)),
+                    Err(mpsc::RecvTimeoutError::Timeout)
+                );
                 if !wal.idle() && !done {
                     // The writer is about to copy the last frames.
                     continue;

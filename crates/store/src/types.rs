@@ -39,7 +39,7 @@ pub struct Config {
     /// restart gave 6,400-6,900 ops/s at 10 callers and 4,800-6,100 at one;
     /// 200 ms with 16384 frames 6,600-8,800 and 4,900-6,400 (the bench's
     /// runner), and the checkpointer's share of the CPU fell from 16 % to
-    /// 12 % (perf, 10 callers).
+    /// 12 % (perf, 10 callers). Values under 1 ms count as 1 ms.
     pub checkpoint_interval: std::time::Duration,
     /// Whether a caller whose commit has others in flight computes its
     /// commit (lazy MST update, proof, signature) on its own thread before
