@@ -66,6 +66,31 @@ struct PlanState {
     cache: NodeCache,
 }
 
+impl PlanState {
+    /// No root known, an empty cache.
+    fn empty() -> Self {
+        PlanState {
+            root: None,
+            cache: NodeCache::new(CACHE_NODES),
+        }
+    }
+}
+
+/// `did`'s state, made empty if missing (every state is dropped first when
+/// [`ACCOUNTS`] are kept). `None` never happens: the entry was just made.
+fn state_of<'m>(
+    states: &'m mut HashMap<String, PlanState>,
+    did: &str,
+) -> Option<&'m mut PlanState> {
+    if !states.contains_key(did) {
+        if states.len() >= ACCOUNTS {
+            states.clear();
+        }
+        states.insert(did.to_owned(), PlanState::empty());
+    }
+    states.get_mut(did)
+}
+
 impl CallerPlans {
     /// Empty state; at most `planners` plans at once ([`planners`]: 0 is
     /// one per core).
@@ -185,25 +210,11 @@ impl CallerPlans {
             key: None,
         };
         let mut states = self.states.lock().unwrap_or_else(|p| p.into_inner());
-        match states.get_mut(&info.did) {
-            Some(state) => {
-                // Revs are TIDs: their strings sort as their times.
-                if state.root.as_ref().is_none_or(|r| r.rev < root.rev) {
-                    state.root = Some(root);
-                }
-            }
-            None => {
-                if states.len() >= ACCOUNTS {
-                    states.clear();
-                }
-                states.insert(
-                    info.did.clone(),
-                    PlanState {
-                        root: Some(root),
-                        cache: NodeCache::new(CACHE_NODES),
-                    },
-                );
-            }
+        if let Some(state) = state_of(&mut states, &info.did)
+            // Revs are TIDs: their strings sort as their times.
+            && state.root.as_ref().is_none_or(|r| r.rev < root.rev)
+        {
+            state.root = Some(root);
         }
     }
 
@@ -215,23 +226,15 @@ impl CallerPlans {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(did);
-        match taken {
-            Some(s) => (s.root, s.cache),
-            None => (None, NodeCache::new(CACHE_NODES)),
-        }
+        let s = taken.unwrap_or_else(PlanState::empty);
+        (s.root, s.cache)
     }
 
     /// Puts a plan's node cache back; a root published meanwhile stays.
     fn put_back(&self, did: &str, cache: NodeCache) {
         let mut states = self.states.lock().unwrap_or_else(|p| p.into_inner());
-        match states.get_mut(did) {
-            Some(state) => state.cache = cache,
-            None => {
-                if states.len() >= ACCOUNTS {
-                    states.clear();
-                }
-                states.insert(did.to_owned(), PlanState { root: None, cache });
-            }
+        if let Some(state) = state_of(&mut states, did) {
+            state.cache = cache;
         }
     }
 

@@ -20,7 +20,8 @@ use crate::writer::{Prepared, Root, SQL_INDEX_CID, cid_from_sql};
 pub(crate) struct Plan {
     pub base_commit: Cid,
     pub base_rev: String,
-    pub current: Vec<Option<Cid>>,
+    /// The MST update; `result.previous` is each write's current CID (the
+    /// record index's, which it was checked against, when the plan read it).
     pub result: repo::mst::WriteResult,
     pub proof_blocks: Vec<(Cid, Vec<u8>)>,
     pub rev: String,
@@ -141,7 +142,7 @@ fn plan_inner<S: BlockSource>(
         .collect();
     // Lazy MST update: only the nodes on the touched paths are read.
     let result = mst.apply(&ops)?;
-    let current = match indexed {
+    match indexed {
         Some(cids) => {
             for (prev, cur) in result.previous.iter().zip(&cids) {
                 if prev != cur {
@@ -150,13 +151,9 @@ fn plan_inner<S: BlockSource>(
                     )));
                 }
             }
-            cids
         }
-        None => {
-            check_writes(writes, &result.previous)?;
-            result.previous.clone()
-        }
-    };
+        None => check_writes(writes, &result.previous)?,
+    }
     let mut proof_blocks = Vec::with_capacity(result.proof.len());
     for cid in &result.proof {
         if !result.commit.new_blocks.iter().any(|b| b.0 == *cid) {
@@ -170,7 +167,6 @@ fn plan_inner<S: BlockSource>(
     Ok(Plan {
         base_commit: root.commit,
         base_rev: root.rev.clone(),
-        current,
         result,
         proof_blocks,
         rev,

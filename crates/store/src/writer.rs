@@ -382,13 +382,13 @@ impl Writer {
         plan: Plan,
     ) -> Result<CommitInfo> {
         let Plan {
-            current,
             result,
             proof_blocks,
             rev,
             commit: (ccid, cbytes),
             ..
         } = plan;
+        let current = &result.previous;
         self.touch(did);
         // Blocks in.
         for (cid, bytes) in &result.commit.new_blocks {
@@ -402,7 +402,7 @@ impl Writer {
             let mut promote = self.conn.prepare_cached(SQL_PROMOTE_FIRST)?;
             let mut del_rb = self.conn.prepare_cached(SQL_DEL_RECORD_BLOBS)?;
             let mut put_rb = self.conn.prepare_cached(SQL_PUT_RECORD_BLOB)?;
-            for (w, cur) in writes.iter().zip(&current) {
+            for (w, cur) in writes.iter().zip(current) {
                 if cur.is_some() {
                     del_rb.execute(params![did, w.path])?;
                 }
@@ -462,7 +462,7 @@ impl Writer {
         let car = write_car_vec(&[ccid], car_blocks);
         let mut results = Vec::with_capacity(writes.len());
         let mut repo_ops = Vec::with_capacity(writes.len());
-        for (w, cur) in writes.iter().zip(&current) {
+        for (w, cur) in writes.iter().zip(current) {
             let cid = w.block.as_ref().map(|b| b.0);
             repo_ops.push(RepoOp {
                 action: match (w.action, cur) {
