@@ -275,8 +275,7 @@ impl K256Keypair {
         // nonces differ for digests >= n (about 2^-128 of SHA-256 outputs).
         // Reducing first makes RustCrypto RFC-exact and byte-identical to
         // libsecp256k1; the signature equation uses h mod n either way.
-        use k256::elliptic_curve::ops::Reduce;
-        let h = <k256::Scalar as Reduce<k256::U256>>::reduce_bytes(&(*digest).into()).to_bytes();
+        let h = digest_mod_n(digest);
         let sig: Result<k256::ecdsa::Signature, _> = self.key.sign_prehash(&h);
         sig.map(|s| {
             let s = s.normalize_s().unwrap_or(s);
@@ -284,6 +283,15 @@ impl K256Keypair {
         })
         .unwrap_or([0; 64])
     }
+}
+
+/// A digest reduced mod the secp256k1 order n (RFC 6979 `bits2octets`),
+/// the form both signing backends feed to the nonce DRBG.
+fn digest_mod_n(digest: &[u8; 32]) -> [u8; 32] {
+    use k256::elliptic_curve::ops::Reduce;
+    <k256::Scalar as Reduce<k256::U256>>::reduce_bytes(&(*digest).into())
+        .to_bytes()
+        .into()
 }
 
 /// The process's libsecp256k1 signing context, blinded once when first

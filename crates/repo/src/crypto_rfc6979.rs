@@ -19,7 +19,6 @@
 use std::ffi::{c_int, c_uchar, c_uint, c_void};
 
 use hmac::{Hmac, Mac};
-use k256::elliptic_curve::ops::Reduce;
 use sha2::Sha256;
 use zeroize::Zeroize;
 
@@ -75,7 +74,7 @@ impl Drbg {
 /// The nonce for `key` and `msg` at attempt `counter` (0 first), or `None`
 /// if an HMAC could not be keyed (it always can).
 pub(crate) fn nonce(key: &[u8; 32], msg: &[u8; 32], counter: u32) -> Option<[u8; 32]> {
-    let reduced = <k256::Scalar as Reduce<k256::U256>>::reduce_bytes(&(*msg).into()).to_bytes();
+    let reduced = super::digest_mod_n(msg);
     let mut seed = [0u8; 64];
     seed[..32].copy_from_slice(key);
     seed[32..].copy_from_slice(&reduced);

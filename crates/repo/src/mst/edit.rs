@@ -40,12 +40,6 @@ pub(crate) struct MutEntry {
 }
 
 impl MutNode {
-    pub fn from_node(n: &Node) -> MutNode {
-        let mut m = MutNode::default();
-        m.fill_from(n);
-        m
-    }
-
     /// Makes this node an editable copy of `n`, reusing its entry list.
     pub fn fill_from(&mut self, n: &Node) {
         self.origin = None;

@@ -191,8 +191,8 @@ impl<S: BlockSource> Loader<S> {
                     let n = self.node(&cid)?;
                     self.refilled(&n)
                 }
-                None => match self.cache.map.get(&cid) {
-                    Some(n) => Box::new(MutNode::from_node(n)),
+                None => match self.cache.map.get(&cid).cloned() {
+                    Some(n) => self.refilled(&n),
                     None => {
                         let bytes = self
                             .source
