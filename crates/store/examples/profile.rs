@@ -54,16 +54,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| dir.path().join("p.sqlite"));
     let mut config = Config::default();
-    if let Some(frames) = std::env::var("PROFILE_WAL_FRAMES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-    {
+    if let Some(frames) = env_number("PROFILE_WAL_FRAMES") {
         config.wal_restart_frames = frames;
     }
-    if let Some(ms) = std::env::var("PROFILE_CHECKPOINT_MS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-    {
+    if let Some(ms) = env_number("PROFILE_CHECKPOINT_MS") {
         config.checkpoint_interval = std::time::Duration::from_millis(ms);
     }
     if let Some(v) = std::env::var_os("PROFILE_CALLER_PLANS") {
@@ -73,10 +67,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let did = datagen::store::did(1);
     let key = Keypair::from_bytes(Algorithm::K256, &datagen::store::signing_secret(1))?;
     store.create_account(&did, &key)?;
-    let size: usize = std::env::var("PROFILE_RECORDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2_000);
+    let size: usize = env_number("PROFILE_RECORDS").unwrap_or(2_000);
     let recs = datagen::store::records(1, size);
     let mut keys = Vec::new();
     for chunk in recs.chunks(200) {
@@ -203,4 +194,9 @@ fn abort_if_asked() {
     if std::env::var_os("PROFILE_ABORT").is_some() {
         std::process::abort();
     }
+}
+
+/// The number in environment variable `name`, if it is set and parses.
+fn env_number<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok()?.parse().ok()
 }
