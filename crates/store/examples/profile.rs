@@ -138,6 +138,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{mode}: {n} ops in {el:.2?} ({:.0} ops/s)",
         n as f64 / el.as_secs_f64()
     );
+    eprintln!("node position scans: {}", store.node_position_scans());
     if mode == "tier" {
         eprintln!(
             "timed creates: {:.1} us each",
@@ -184,6 +185,7 @@ fn apply_callers(
         n as f64 / el.as_secs_f64()
     );
     eprintln!("{:?}", store.caller_plan_stats());
+    eprintln!("node position scans: {}", store.node_position_scans());
     Ok(())
 }
 

@@ -292,6 +292,7 @@ fn run_batch(w: &mut Writer, batch: &mut [Box<dyn Job>]) -> std::result::Result<
                 // take it (a job alone keeps its own error).
                 if job.guarded() || w.partial {
                     let _ = w.conn.execute_batch("ROLLBACK");
+                    w.forget_nodes();
                     return Err(
                         "a job failed while writing its rows; its batch was rolled back".into(),
                     );
@@ -305,12 +306,14 @@ fn run_batch(w: &mut Writer, batch: &mut [Box<dyn Job>]) -> std::result::Result<
                 exec(&w.conn, "RELEASE job")
             } else {
                 w.next_seq = seq_before;
+                w.forget_nodes();
                 exec(&w.conn, "ROLLBACK TO job")?;
                 exec(&w.conn, "RELEASE job")
             }
         })();
         if let Err(e) = step {
             let _ = w.conn.execute_batch("ROLLBACK");
+            w.forget_nodes();
             return Err(e.to_string());
         }
     }
@@ -318,6 +321,7 @@ fn run_batch(w: &mut Writer, batch: &mut [Box<dyn Job>]) -> std::result::Result<
         Ok(()) => Ok(()),
         Err(e) => {
             let _ = w.conn.execute_batch("ROLLBACK");
+            w.forget_nodes();
             Err(e.to_string())
         }
     }

@@ -17,6 +17,7 @@ fn writer(dir: &std::path::Path) -> Writer {
         report.next_seq,
         Arc::new(TidGenerator::new(0)),
         Arc::new(CidCache::default()),
+        Arc::default(),
     )
 }
 

@@ -22,6 +22,8 @@ impl Store {
         self.submit(move |w| {
             w.touch(&did);
             let c = cid.to_bytes();
+            // The row goes where a node holding this key would.
+            let pos = crate::node_pos::key_position(format!("{collection}/{rkey}").as_bytes());
             w.conn
                 .prepare_cached(
                     "INSERT INTO records (did, collection, rkey, cid, repo_rev) VALUES (?1, ?2, ?3, ?4, 'x') \
@@ -30,9 +32,9 @@ impl Store {
                 .execute(params![did, collection, rkey, &c[..]])?;
             w.conn
                 .prepare_cached(
-                    "INSERT OR IGNORE INTO repo_blocks (did, cid, repo_rev, bytes) VALUES (?1, ?2, 'x', x'')",
+                    "INSERT OR IGNORE INTO repo_blocks (did, pos, cid, repo_rev, bytes) VALUES (?1, ?2, ?3, 'x', x'')",
                 )?
-                .execute(params![did, &c[..]])?;
+                .execute(params![did, pos, &c[..]])?;
             let seq = w.next_seq;
             w.conn
                 .prepare_cached("INSERT INTO seq_events (seq, did, kind, payload) VALUES (?1, ?2, '#index', ?3)")?
@@ -109,11 +111,12 @@ pub fn build_history_fixture(
         }
         let payload = vec![0x5au8; block_bytes.max(event_bytes)];
         let mut st = conn.prepare(
-            "INSERT INTO repo_blocks (did, cid, repo_rev, bytes) VALUES (?1, ?2, ?3, ?4)",
+            "INSERT INTO repo_blocks (did, pos, cid, repo_rev, bytes) VALUES (?1, ?2, ?3, ?4, ?5)",
         )?;
         for i in 0..blocks {
             st.execute(params![
                 did(i % accounts),
+                i as i64,
                 &fake(i as u64, 4)[..],
                 rev(i % commits.max(1)),
                 &payload[..block_bytes]
@@ -122,6 +125,7 @@ pub fn build_history_fixture(
         for i in 0..unversioned {
             st.execute(params![
                 HISTORY_UNVERSIONED_DID,
+                i as i64,
                 &fake(i as u64, 5)[..],
                 None::<String>,
                 &payload[..block_bytes.min(512)]

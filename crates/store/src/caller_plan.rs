@@ -39,6 +39,7 @@ use repo::mst::{BlockSource, BlockSourceError, NodeCache};
 use repo::syntax::TidGenerator;
 
 use crate::gate::{Gate, planners};
+use crate::node_pos::{NodePositions, SharedPositions};
 use crate::plan::{Current, Plan, plan_commit};
 use crate::writer::{self, Prepared, Root, SqlBlocks};
 use crate::{CallerPlanStats, CommitInfo, Reader, Store};
@@ -47,6 +48,8 @@ use crate::{CallerPlanStats, CommitInfo, Reader, Store};
 const ACCOUNTS: usize = 128;
 /// Nodes per account's plan cache.
 const CACHE_NODES: usize = 4096;
+/// Node positions per account's plan state.
+const POSITIONS: usize = 4 * CACHE_NODES;
 
 /// Per-account plan state, signing keys and the planners' gate.
 pub(crate) struct CallerPlans {
@@ -56,6 +59,8 @@ pub(crate) struct CallerPlans {
     /// Plans made, and plans the writer took ([`CallerPlanStats`]).
     planned: AtomicU64,
     taken: AtomicU64,
+    /// The store's count of node reads that had to scan.
+    scans: Arc<AtomicU64>,
 }
 
 /// Where an account's next plan starts.
@@ -64,14 +69,17 @@ struct PlanState {
     root: Option<Root>,
     /// Decoded MST nodes, that commit's new ones included.
     cache: NodeCache,
+    /// Where the nodes the next plan may read are (`node_pos.rs`).
+    positions: NodePositions,
 }
 
 impl PlanState {
     /// No root known, an empty cache.
-    fn empty() -> Self {
+    fn empty(scans: &Arc<AtomicU64>) -> Self {
         PlanState {
             root: None,
             cache: NodeCache::new(CACHE_NODES),
+            positions: NodePositions::new(POSITIONS, scans.clone()),
         }
     }
 }
@@ -81,12 +89,13 @@ impl PlanState {
 fn state_of<'m>(
     states: &'m mut HashMap<String, PlanState>,
     did: &str,
+    scans: &Arc<AtomicU64>,
 ) -> Option<&'m mut PlanState> {
     if !states.contains_key(did) {
         if states.len() >= ACCOUNTS {
             states.clear();
         }
-        states.insert(did.to_owned(), PlanState::empty());
+        states.insert(did.to_owned(), PlanState::empty(scans));
     }
     states.get_mut(did)
 }
@@ -94,13 +103,14 @@ fn state_of<'m>(
 impl CallerPlans {
     /// Empty state; at most `planners` plans at once ([`planners`]: 0 is
     /// one per core).
-    pub(crate) fn new(planners_wanted: usize) -> Self {
+    pub(crate) fn new(planners_wanted: usize, scans: Arc<AtomicU64>) -> Self {
         CallerPlans {
             states: Mutex::new(HashMap::new()),
             keys: Mutex::new(HashMap::new()),
             gate: Gate::new(planners(planners_wanted)),
             planned: AtomicU64::new(0),
             taken: AtomicU64::new(0),
+            scans,
         }
     }
 
@@ -116,17 +126,25 @@ impl CallerPlans {
         swap_commit: Option<Cid>,
     ) -> Option<Plan> {
         let _slot = self.gate.enter();
-        let (root, cache) = self.take(did);
+        let (root, mut cache, mut positions) = self.take(did);
+        if positions.is_full() {
+            cache.clear();
+            positions.clear();
+        }
+        let positions = SharedPositions::new(positions);
         let known = root.and_then(|root| Some((self.key(did, None)?, root)));
         let (plan, cache) = match known {
             Some((key, root)) => {
                 let blocks = LazyBlocks {
                     store,
                     did,
+                    root: root.data,
+                    positions: &positions,
                     reader: OnceCell::new(),
                 };
                 let (plan, cache) = plan_commit(
                     &blocks,
+                    &positions,
                     Current::Mst,
                     cache,
                     revs,
@@ -138,9 +156,9 @@ impl CallerPlans {
                 );
                 (plan.ok(), cache)
             }
-            None => self.plan_on_snapshot(store, revs, did, writes, swap_commit, cache),
+            None => self.plan_on_snapshot(store, revs, did, writes, swap_commit, cache, &positions),
         };
-        self.put_back(did, cache);
+        self.put_back(did, cache, positions.into_inner());
         if plan.is_some() {
             self.planned.fetch_add(1, Ordering::Relaxed);
         }
@@ -149,6 +167,7 @@ impl CallerPlans {
 
     /// The plan of an account with no root or key kept here: the root and
     /// the record index read on a reader snapshot, as the writer would.
+    #[allow(clippy::too_many_arguments)]
     fn plan_on_snapshot(
         &self,
         store: &Store,
@@ -157,6 +176,7 @@ impl CallerPlans {
         writes: &[Prepared],
         swap_commit: Option<Cid>,
         cache: NodeCache,
+        positions: &SharedPositions,
     ) -> (Option<Plan>, NodeCache) {
         let Ok(r) = store.reader() else {
             return (None, cache);
@@ -171,7 +191,13 @@ impl CallerPlans {
         let out = match (root, key) {
             (Some(root), Some(key)) => {
                 let (plan, cache) = plan_commit(
-                    SqlBlocks { conn: &r, did },
+                    SqlBlocks {
+                        conn: &r,
+                        did,
+                        root: root.data,
+                        positions,
+                    },
+                    positions,
                     Current::Index(&r),
                     cache,
                     revs,
@@ -210,7 +236,7 @@ impl CallerPlans {
             key: None,
         };
         let mut states = self.states.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(state) = state_of(&mut states, &info.did)
+        if let Some(state) = state_of(&mut states, &info.did, &self.scans)
             // Revs are TIDs: their strings sort as their times.
             && state.root.as_ref().is_none_or(|r| r.rev < root.rev)
         {
@@ -220,21 +246,23 @@ impl CallerPlans {
 
     /// Takes `did`'s state out (a second planner of the same account meanwhile
     /// starts from scratch).
-    fn take(&self, did: &str) -> (Option<Root>, NodeCache) {
+    fn take(&self, did: &str) -> (Option<Root>, NodeCache, NodePositions) {
         let taken = self
             .states
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(did);
-        let s = taken.unwrap_or_else(PlanState::empty);
-        (s.root, s.cache)
+        let s = taken.unwrap_or_else(|| PlanState::empty(&self.scans));
+        (s.root, s.cache, s.positions)
     }
 
-    /// Puts a plan's node cache back; a root published meanwhile stays.
-    fn put_back(&self, did: &str, cache: NodeCache) {
+    /// Puts a plan's node cache and positions back; a root published
+    /// meanwhile stays.
+    fn put_back(&self, did: &str, cache: NodeCache, positions: NodePositions) {
         let mut states = self.states.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(state) = state_of(&mut states, did) {
+        if let Some(state) = state_of(&mut states, did, &self.scans) {
             state.cache = cache;
+            state.positions = positions;
         }
     }
 
@@ -258,6 +286,8 @@ impl CallerPlans {
 struct LazyBlocks<'s> {
     store: &'s Store,
     did: &'s str,
+    root: Cid,
+    positions: &'s SharedPositions,
     reader: OnceCell<Reader<'s>>,
 }
 
@@ -273,6 +303,8 @@ impl BlockSource for LazyBlocks<'_> {
         let blocks = SqlBlocks {
             conn: reader,
             did: self.did,
+            root: self.root,
+            positions: self.positions,
         };
         Ok(blocks.get_block(cid)?.map(|b| Cow::Owned(b.into_owned())))
     }

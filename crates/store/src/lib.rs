@@ -2,12 +2,12 @@
 //! WAL database, a record index for reads, signed commits, a sequencer for
 //! the firehose, and blobs. Built on the [`repo`] crate.
 //!
-//! # Storage model (schema version 5, see `schema.rs`)
+//! # Storage model (schema version 6, see `schema.rs`)
 //!
 //! | table | key | holds |
 //! |---|---|---|
 //! | `repo_root` | `did` | current commit CID, rev, MST root, k256 signing key (NULL for imported, read-only repos); handle, active flag, status (v2, see `accounts.rs`); the commit block's bytes (v5) |
-//! | `repo_blocks` | `(did, cid)` | the current repo's MST nodes with the rev that added each; covering partial index `(did, repo_rev) WHERE repo_rev IS NULL` finds unversioned (pre-revision) blocks |
+//! | `repo_blocks` | `(did, pos, cid)` | the current repo's MST nodes with the rev that added each, clustered (v6) by the position in the key space their parent gives them (`node_pos.rs`: a commit's new and released nodes share pages instead of landing on random ones); covering partial index `(did, repo_rev) WHERE repo_rev IS NULL` finds unversioned (pre-revision) blocks |
 //! | `rev_backfill` | `did` | v3: the revision of an account's unversioned blocks, written by the startup backfill (one narrow row per account instead of rewriting every block row; `export_repo`'s `since` reads `COALESCE(repo_rev, rev_backfill.rev)`) |
 //! | `records` | `(did, collection, rkey)` | record CID, rev, and (v4) the record block's bytes: getRecord is one row and listRecords one range scan, never a sort or a join; `cid_dup` marks all but the first row holding a CID, so getRepo writes a shared block once; index `(did, cid)` |
 //! | `commits` | `seq` | v5: the log of commits by the seq of the event that carried each (did, rev, commit CID); no secondary index, since nothing looks a commit up by rev or CID (the spec's suggested `(did, rev)` key and `(did, cid)` index cost each commit two WAL pages, see `schema.rs`) |
@@ -96,6 +96,7 @@ mod cid_cache;
 mod error;
 mod gate;
 mod import;
+mod node_pos;
 mod plan;
 mod read;
 mod render;
@@ -146,6 +147,8 @@ pub struct Store {
     report: StartupReport,
     /// `current_cid` answers, kept coherent by the writer (`cid_cache.rs`).
     cids: Arc<cid_cache::CidCache>,
+    /// MST node reads and row updates that had to scan for a node's row.
+    node_scans: Arc<std::sync::atomic::AtomicU64>,
     checkpointer: Option<(Sender<()>, JoinHandle<()>)>,
 }
 
@@ -266,7 +269,14 @@ impl Store {
         let (conn, report) = schema::startup(&path, config.durable)?;
         let revs = Arc::new(TidGenerator::new(0));
         let cids = Arc::new(cid_cache::CidCache::default());
-        let w = writer::Writer::new(conn, report.next_seq, revs.clone(), cids.clone());
+        let node_scans = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let w = writer::Writer::new(
+            conn,
+            report.next_seq,
+            revs.clone(),
+            cids.clone(),
+            node_scans.clone(),
+        );
         let wal = Arc::new(batch::WalBacklog::default());
         let (queue, writer) = batch::Queue::start(w, config.max_batch, wal.clone())?;
         let checkpointer = Some(spawn_checkpointer(
@@ -276,7 +286,7 @@ impl Store {
             config.checkpoint_interval,
             wal,
         )?);
-        let plans = caller_plan::CallerPlans::new(config.planners);
+        let plans = caller_plan::CallerPlans::new(config.planners, node_scans.clone());
         Ok(Store {
             path,
             config,
@@ -289,6 +299,7 @@ impl Store {
             in_flight: std::sync::atomic::AtomicUsize::new(0),
             report,
             cids,
+            node_scans,
             checkpointer,
         })
     }
@@ -474,6 +485,14 @@ impl Store {
     /// computed again by the writer: the repository had moved on).
     pub fn caller_plan_stats(&self) -> CallerPlanStats {
         self.plans.stats()
+    }
+
+    /// How many times a read or update of an MST node's row had to scan its
+    /// account's rows because the node's position was not known (see
+    /// `node_pos.rs`). Stays 0 in a store used sequentially; concurrent
+    /// planners of one account can add a few.
+    pub fn node_position_scans(&self) -> u64 {
+        self.node_scans.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// createRecord.

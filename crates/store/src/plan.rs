@@ -10,6 +10,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::WriteAction;
 use crate::error::{Result, StoreError};
+use crate::node_pos::{BlockOps, ROOT_POS, SharedPositions};
 use crate::writer::{Prepared, Root, SQL_INDEX_CID, cid_from_sql};
 
 /// Everything a commit computes before it writes: index checks, the MST
@@ -23,6 +24,8 @@ pub(crate) struct Plan {
     /// The MST update; `result.previous` is each write's current CID (the
     /// record index's, which it was checked against, when the plan read it).
     pub result: repo::mst::WriteResult,
+    /// Where the new nodes go, and the released and moved ones.
+    pub blocks: BlockOps,
     pub proof_blocks: Vec<(Cid, Vec<u8>)>,
     pub rev: String,
     pub commit: (Cid, Vec<u8>),
@@ -42,9 +45,12 @@ pub(crate) enum Current<'c> {
 /// Computes a [`Plan`] for `writes` on top of `root`, reading MST nodes
 /// missing from `cache` from `source`; gives the node cache back whatever
 /// happens, with the new nodes in it (the next commit starts from them).
+/// `positions` (the same ones `source` reads by) learns the plan's node
+/// positions once it has succeeded.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn plan_commit<S: BlockSource>(
     source: S,
+    positions: &SharedPositions,
     current: Current<'_>,
     cache: NodeCache,
     tids: &TidGenerator,
@@ -55,7 +61,17 @@ pub(crate) fn plan_commit<S: BlockSource>(
     swap_commit: Option<Cid>,
 ) -> (Result<Plan>, NodeCache) {
     let mut mst = Mst::with_cache(source, root.data, cache);
-    let plan = plan_inner(&mut mst, current, tids, did, root, key, writes, swap_commit);
+    let plan = plan_inner(
+        &mut mst,
+        positions,
+        current,
+        tids,
+        did,
+        root,
+        key,
+        writes,
+        swap_commit,
+    );
     (plan, mst.into_cache_with_new_nodes())
 }
 
@@ -101,6 +117,7 @@ fn index_cids(conn: &Connection, did: &str, writes: &[Prepared]) -> Result<Vec<O
 #[allow(clippy::too_many_arguments)]
 fn plan_inner<S: BlockSource>(
     mst: &mut Mst<S>,
+    positions: &SharedPositions,
     current: Current<'_>,
     tids: &TidGenerator,
     did: &str,
@@ -164,10 +181,25 @@ fn plan_inner<S: BlockSource>(
     let rev = tids.next_after(prev_tid).to_string();
     let rev_tid = Tid::parse(&rev)?;
     let signed = UnsignedCommit::new(did, result.commit.root, rev_tid).sign(key);
+    // Last: nothing after this can fail, so the positions noted are the
+    // plan's.
+    let blocks = {
+        let mut positions = positions.borrow_mut();
+        // The base tree's root is at the root's position whatever the
+        // cache it came from last noted (the empty tree's root is one
+        // node shared by every new account).
+        positions.note(root.data, ROOT_POS);
+        positions.commit_ops(
+            result.commit.root,
+            &result.commit.new_blocks,
+            &result.commit.removed,
+        )
+    };
     Ok(Plan {
         base_commit: root.commit,
         base_rev: root.rev.clone(),
         result,
+        blocks,
         proof_blocks,
         rev,
         commit: signed.to_block(),

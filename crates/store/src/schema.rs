@@ -10,7 +10,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use crate::error::Result;
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Connection PRAGMAs shared by the writer and the readers, in order.
 /// `synchronous` is set separately ([`pragmas`]).
@@ -266,8 +266,69 @@ DROP TABLE commits;
 ALTER TABLE commits_log RENAME TO commits;
 "#;
 
+/// Version 6: MST node rows keyed `(did, pos, cid)`, `pos` being where the
+/// node sits in its account's key space (`node_pos.rs`), so the nodes a
+/// commit writes and releases share pages instead of landing on random
+/// ones. The rows are copied at position 0, then [`place_nodes`] walks
+/// each account's tree and moves every node to its position.
+const V6: &str = r#"
+CREATE TABLE repo_blocks_v6 (
+    did      TEXT NOT NULL,
+    pos      INTEGER NOT NULL,
+    cid      BLOB NOT NULL,
+    repo_rev TEXT,
+    bytes    BLOB NOT NULL,
+    PRIMARY KEY (did, pos, cid)
+) WITHOUT ROWID;
+INSERT INTO repo_blocks_v6 (did, pos, cid, repo_rev, bytes)
+    SELECT did, 0, cid, repo_rev, bytes FROM repo_blocks;
+DROP TABLE repo_blocks;
+ALTER TABLE repo_blocks_v6 RENAME TO repo_blocks;
+CREATE INDEX repo_blocks_norev ON repo_blocks (did, repo_rev) WHERE repo_rev IS NULL;
+"#;
+
 /// Migrations, index = version - 1.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+
+/// The v6 step after its SQL: every account's MST nodes, all at position
+/// 0, moved to their positions (a walk from each root; blocks no tree
+/// reaches stay at 0).
+fn place_nodes(conn: &Connection) -> Result<()> {
+    let roots: Vec<(String, Vec<u8>)> = conn
+        .prepare("SELECT did, data_cid FROM repo_root")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut get =
+        conn.prepare("SELECT bytes FROM repo_blocks WHERE did = ?1 AND pos = 0 AND cid = ?2")?;
+    let mut mv =
+        conn.prepare("UPDATE repo_blocks SET pos = ?3 WHERE did = ?1 AND pos = 0 AND cid = ?2")?;
+    for (did, root) in roots {
+        let root = crate::writer::cid_from_sql(&root)?;
+        let mut placed = Vec::new();
+        let mut stack = vec![(root, crate::node_pos::ROOT_POS)];
+        while let Some((cid, pos)) = stack.pop() {
+            let bytes: Option<Vec<u8>> = get
+                .query_row(rusqlite::params![did, &cid.to_bytes()[..]], |r| r.get(0))
+                .optional()?;
+            let Some(bytes) = bytes else { continue };
+            let node = repo::mst::Node::decode(&bytes)
+                .map_err(|e| crate::StoreError::Corrupt(format!("{did}: MST node {cid}: {e}")))?;
+            crate::node_pos::for_each_child(&node, |c, p| stack.push((c, p)));
+            placed.push((cid, pos));
+            if placed.len() > 1 << 26 {
+                return Err(crate::StoreError::Corrupt(format!(
+                    "{did}: MST walk does not end"
+                )));
+            }
+        }
+        for (cid, pos) in placed {
+            if pos != 0 {
+                mv.execute(rusqlite::params![did, &cid.to_bytes()[..], pos])?;
+            }
+        }
+    }
+    Ok(())
+}
 
 /// How long each startup stage took.
 #[derive(Debug, Clone, Default)]
@@ -305,10 +366,15 @@ pub(crate) fn migrate(conn: &Connection) -> Result<i64> {
     }
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(from.max(0) as usize) {
         let to = i as i64 + 1;
-        conn.execute_batch(&format!(
-            "BEGIN IMMEDIATE; {sql}; PRAGMA user_version = {to}; COMMIT;"
-        ))
-        .inspect_err(|_| {
+        let step = || -> Result<()> {
+            conn.execute_batch(&format!("BEGIN IMMEDIATE; {sql};"))?;
+            if to == 6 {
+                place_nodes(conn)?;
+            }
+            conn.execute_batch(&format!("PRAGMA user_version = {to}; COMMIT;"))?;
+            Ok(())
+        };
+        step().inspect_err(|_| {
             let _ = conn.execute_batch("ROLLBACK");
         })?;
     }

@@ -11,6 +11,7 @@ use repo::syntax::validate_did;
 use rusqlite::{OptionalExtension, params};
 
 use crate::error::{Result, StoreError};
+use crate::node_pos::{NodePositions, SharedPositions};
 use crate::read::root_of;
 use crate::writer::{SqlBlocks, cid_from_sql, frame_header};
 use crate::{CommitInfo, Event, ExportInfo, Store, import};
@@ -144,9 +145,27 @@ impl Store {
                     "commit block disagrees with repo_root".into(),
                 ));
             }
-            let mut mst = Mst::load(SqlBlocks { conn: &r, did }, root.data);
+            // Fresh positions: every node must be found where its parent
+            // places it (a scan means a row is out of place).
+            let misplaced = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+            let positions = SharedPositions::new(NodePositions::new(usize::MAX, misplaced.clone()));
+            let mut mst = Mst::load(
+                SqlBlocks {
+                    conn: &r,
+                    did,
+                    root: root.data,
+                    positions: &positions,
+                },
+                root.data,
+            );
             mst.check_structure()?;
             let entries = mst.entries()?;
+            let misplaced = misplaced.load(std::sync::atomic::Ordering::Relaxed);
+            if misplaced > 0 {
+                return Err(StoreError::Corrupt(format!(
+                    "{did}: {misplaced} MST node rows are not at their positions"
+                )));
+            }
             let mut st = r.prepare(
                 "SELECT collection || '/' || rkey, cid FROM records WHERE did = ?1 ORDER BY collection, rkey",
             )?;

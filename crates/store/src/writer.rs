@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use repo::Cid;
 use repo::car::write_car_vec;
@@ -20,8 +21,12 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::cid_cache::CidCache;
 use crate::error::{Result, StoreError};
+use crate::node_pos::{BlockOps, NodePositions, ROOT_POS, SharedPositions};
 use crate::plan::{Current, Plan, plan_commit};
 use crate::{CommitInfo, WriteAction, WriteOutcome};
+
+/// Decoded MST nodes the writer keeps (all accounts).
+const WRITER_CACHE_NODES: usize = 1 << 16;
 
 /// A record write after caller-side validation and encoding.
 #[derive(Debug, Clone)]
@@ -45,6 +50,8 @@ pub(crate) struct Writer {
     pub next_seq: i64,
     tids: Arc<TidGenerator>,
     cache: NodeCache,
+    /// Where the MST nodes the writer may read next are (`node_pos.rs`).
+    positions: SharedPositions,
     keys: HashMap<String, Arc<Keypair>>,
     /// The store's `current_cid` cache, and the accounts whose `records`
     /// rows this batch changed (invalidated after it, see `cid_cache.rs`).
@@ -55,14 +62,20 @@ pub(crate) struct Writer {
     pub partial: bool,
 }
 
-pub(crate) const SQL_GET_BLOCK: &str = "SELECT bytes FROM repo_blocks WHERE did = ?1 AND cid = ?2";
+/// A node at its known position: one primary-key seek.
+const SQL_GET_NODE: &str = "SELECT bytes FROM repo_blocks WHERE did = ?1 AND pos = ?2 AND cid = ?3";
+/// A node at an unknown position: a scan of the account's rows.
+const SQL_FIND_NODE: &str = "SELECT pos, bytes FROM repo_blocks WHERE did = ?1 AND cid = ?2";
 const SQL_ROOT: &str =
     "SELECT commit_cid, rev, data_cid, signing_key FROM repo_root WHERE did = ?1";
 pub(crate) const SQL_INDEX_CID: &str =
     "SELECT cid FROM records WHERE did = ?1 AND collection = ?2 AND rkey = ?3";
-const SQL_PUT_BLOCK: &str =
-    "INSERT OR IGNORE INTO repo_blocks (did, cid, repo_rev, bytes) VALUES (?1, ?2, ?3, ?4)";
-const SQL_DEL_BLOCK: &str = "DELETE FROM repo_blocks WHERE did = ?1 AND cid = ?2";
+const SQL_PUT_BLOCK: &str = "INSERT OR IGNORE INTO repo_blocks (did, pos, cid, repo_rev, bytes) VALUES (?1, ?2, ?3, ?4, ?5)";
+const SQL_DEL_NODE: &str = "DELETE FROM repo_blocks WHERE did = ?1 AND pos = ?2 AND cid = ?3";
+const SQL_DEL_NODE_ANYWHERE: &str = "DELETE FROM repo_blocks WHERE did = ?1 AND cid = ?2";
+const SQL_MOVE_NODE: &str =
+    "UPDATE repo_blocks SET pos = ?4 WHERE did = ?1 AND pos = ?2 AND cid = ?3";
+const SQL_MOVE_NODE_ANYWHERE: &str = "UPDATE repo_blocks SET pos = ?3 WHERE did = ?1 AND cid = ?2";
 // Record rows hold their block's bytes (schema v4). `cid_dup` is kept
 // canonical: 0 on the first row of an account holding a CID, in
 // `(collection, rkey)` order, 1 on the others. Each statement below is one
@@ -95,24 +108,59 @@ const SQL_PUT_COMMIT: &str = "INSERT INTO commits (did, rev, cid, seq) VALUES (?
 const SQL_PUT_EVENT: &str =
     "INSERT INTO seq_events (seq, did, kind, payload) VALUES (?1, ?2, ?3, ?4)";
 
-/// MST nodes straight from `repo_blocks` (one indexed point read per node).
+/// MST nodes straight from `repo_blocks`: one primary-key seek per node at
+/// the position `positions` knows (`root` is at [`ROOT_POS`]), a scan of
+/// the account's rows for one it does not; the children of every node
+/// read are noted in `positions`.
 pub(crate) struct SqlBlocks<'c> {
     pub conn: &'c Connection,
     pub did: &'c str,
+    pub root: Cid,
+    pub positions: &'c SharedPositions,
+}
+
+impl SqlBlocks<'_> {
+    fn read(&self, cid: &Cid) -> rusqlite::Result<Option<Vec<u8>>> {
+        let c = cid.to_bytes();
+        let known = if *cid == self.root {
+            Some(ROOT_POS)
+        } else {
+            self.positions.borrow().get(cid)
+        };
+        if let Some(pos) = known {
+            let found = self
+                .conn
+                .prepare_cached(SQL_GET_NODE)?
+                .query_row(params![self.did, pos, &c[..]], |r| r.get::<_, Vec<u8>>(0))
+                .optional()?;
+            if found.is_some() {
+                self.positions.borrow_mut().note(*cid, pos);
+                return Ok(found);
+            }
+        }
+        let mut positions = self.positions.borrow_mut();
+        positions.count_scan();
+        let found = self
+            .conn
+            .prepare_cached(SQL_FIND_NODE)?
+            .query_row(params![self.did, &c[..]], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+            })
+            .optional()?;
+        Ok(found.map(|(pos, bytes)| {
+            positions.note(*cid, pos);
+            bytes
+        }))
+    }
 }
 
 impl BlockSource for SqlBlocks<'_> {
     fn get_block(&self, cid: &Cid) -> std::result::Result<Option<Cow<'_, [u8]>>, BlockSourceError> {
-        let mut st = self
-            .conn
-            .prepare_cached(SQL_GET_BLOCK)
-            .map_err(BlockSourceError::new)?;
-        st.query_row(params![self.did, &cid.to_bytes()[..]], |r| {
-            r.get::<_, Vec<u8>>(0)
-        })
-        .optional()
-        .map(|o| o.map(Cow::Owned))
-        .map_err(BlockSourceError::new)
+        let bytes = self.read(cid).map_err(BlockSourceError::new)?;
+        if let Some(b) = &bytes {
+            self.positions.borrow_mut().note_children(b);
+        }
+        Ok(bytes.map(Cow::Owned))
     }
 }
 
@@ -189,17 +237,26 @@ impl Writer {
         next_seq: i64,
         tids: Arc<TidGenerator>,
         cids: Arc<CidCache>,
+        scans: Arc<AtomicU64>,
     ) -> Self {
         Writer {
             conn,
             next_seq,
             tids,
-            cache: NodeCache::new(1 << 16),
+            cache: NodeCache::new(WRITER_CACHE_NODES),
+            positions: SharedPositions::new(NodePositions::new(4 * WRITER_CACHE_NODES, scans)),
             keys: HashMap::new(),
             cids,
             touched: Vec::new(),
             partial: false,
         }
+    }
+
+    /// Forgets the decoded nodes and node positions, after a rollback (a
+    /// rolled-back commit's positions would send later reads to scans).
+    pub(crate) fn forget_nodes(&mut self) {
+        self.cache.clear();
+        self.positions.borrow_mut().clear();
     }
 
     /// Forgets the cached `current_cid` answers of the accounts this batch
@@ -237,13 +294,62 @@ impl Writer {
         Ok(k)
     }
 
-    fn put_block(&self, did: &str, cid: &Cid, rev: Option<&str>, bytes: &[u8]) -> Result<()> {
+    fn put_block(
+        &self,
+        did: &str,
+        pos: i64,
+        cid: &Cid,
+        rev: Option<&str>,
+        bytes: &[u8],
+    ) -> Result<()> {
         self.conn.prepare_cached(SQL_PUT_BLOCK)?.execute(params![
             did,
+            pos,
             &cid.to_bytes()[..],
             rev,
             bytes
         ])?;
+        Ok(())
+    }
+
+    /// Releases and moves node rows as `ops` says; a row not at its noted
+    /// position is found by a scan (counted).
+    fn place_nodes(&self, did: &str, ops: &BlockOps) -> Result<()> {
+        let positions = self.positions.borrow();
+        for (cid, pos) in &ops.released {
+            let c = cid.to_bytes();
+            let n = match pos {
+                Some(p) => {
+                    self.conn
+                        .prepare_cached(SQL_DEL_NODE)?
+                        .execute(params![did, p, &c[..]])?
+                }
+                None => 0,
+            };
+            if n == 0 {
+                positions.count_scan();
+                self.conn
+                    .prepare_cached(SQL_DEL_NODE_ANYWHERE)?
+                    .execute(params![did, &c[..]])?;
+            }
+        }
+        for (cid, from, to) in &ops.moved {
+            let c = cid.to_bytes();
+            let n = match from {
+                Some(p) => {
+                    self.conn
+                        .prepare_cached(SQL_MOVE_NODE)?
+                        .execute(params![did, p, &c[..], to])?
+                }
+                None => 0,
+            };
+            if n == 0 {
+                positions.count_scan();
+                self.conn
+                    .prepare_cached(SQL_MOVE_NODE_ANYWHERE)?
+                    .execute(params![did, &c[..], to])?;
+            }
+        }
         Ok(())
     }
 
@@ -293,7 +399,7 @@ impl Writer {
         let signed = UnsignedCommit::new(did, c.root, rev_tid).sign(&key);
         let (ccid, cbytes) = signed.to_block();
         for (cid, bytes) in &c.new_blocks {
-            self.put_block(did, cid, Some(&rev), bytes)?;
+            self.put_block(did, ROOT_POS, cid, Some(&rev), bytes)?;
         }
         self.conn
             .prepare_cached(
@@ -345,15 +451,26 @@ impl Writer {
             .root(did)?
             .ok_or_else(|| StoreError::UnknownAccount(did.to_owned()))?;
         let plan = match plan {
-            Some(p) if p.base_commit == root.commit && p.base_rev == root.rev => p,
+            Some(p) if p.base_commit == root.commit && p.base_rev == root.rev => {
+                self.positions
+                    .borrow_mut()
+                    .apply(&p.blocks, &p.result.commit.new_blocks);
+                p
+            }
             _ => {
                 let key = self.keypair(did, root.key.as_deref())?;
+                if self.positions.borrow().is_full() {
+                    self.forget_nodes();
+                }
                 let cache = std::mem::take(&mut self.cache);
                 let (plan, cache) = plan_commit(
                     SqlBlocks {
                         conn: &self.conn,
                         did,
+                        root: root.data,
+                        positions: &self.positions,
                     },
+                    &self.positions,
                     Current::Index(&self.conn),
                     cache,
                     &self.tids,
@@ -383,6 +500,7 @@ impl Writer {
     ) -> Result<CommitInfo> {
         let Plan {
             result,
+            blocks,
             proof_blocks,
             rev,
             commit: (ccid, cbytes),
@@ -390,9 +508,9 @@ impl Writer {
         } = plan;
         let current = &result.previous;
         self.touch(did);
-        // Blocks in.
-        for (cid, bytes) in &result.commit.new_blocks {
-            self.put_block(did, cid, Some(&rev), bytes)?;
+        // Blocks in, each at its position.
+        for ((cid, bytes), pos) in result.commit.new_blocks.iter().zip(&blocks.put) {
+            self.put_block(did, *pos, cid, Some(&rev), bytes)?;
         }
         // Records (index row and block bytes together) and blob references.
         {
@@ -428,13 +546,8 @@ impl Writer {
             }
         }
         // Blocks out: the replaced MST nodes (the previous commit block is
-        // overwritten in `repo_root`).
-        {
-            let mut del = self.conn.prepare_cached(SQL_DEL_BLOCK)?;
-            for cid in &result.commit.removed {
-                del.execute(params![did, &cid.to_bytes()[..]])?;
-            }
-        }
+        // overwritten in `repo_root`); unchanged nodes that changed place.
+        self.place_nodes(did, &blocks)?;
         self.conn.prepare_cached(SQL_MOVE_ROOT)?.execute(params![
             did,
             &ccid.to_bytes()[..],
@@ -525,9 +638,14 @@ impl Writer {
         ] {
             self.conn.prepare_cached(sql)?.execute([did])?;
         }
-        for (cid, bytes) in &imp.blocks {
+        // The commit block is not in the tree; it goes to `repo_root`.
+        let placed = self
+            .positions
+            .borrow_mut()
+            .commit_ops(imp.data, &imp.blocks, &[]);
+        for ((cid, bytes), pos) in imp.blocks.iter().zip(&placed.put) {
             if *cid != imp.commit {
-                self.put_block(did, cid, Some(&imp.rev), bytes)?;
+                self.put_block(did, *pos, cid, Some(&imp.rev), bytes)?;
             }
         }
         {

@@ -69,7 +69,9 @@ fn backfill_is_recorded_once_and_serves_export_since() {
 fn v2_store_migrates_and_backfills() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.sqlite");
-    let (did, _) = seeded_store(&path, 4);
+    // Enough records for a tree of several layers, so v6 has nodes to
+    // place.
+    let (did, _) = seeded_store(&path, 400);
     let mut before = Vec::new();
     {
         let store = Store::open(&path, Config::default()).unwrap();
@@ -84,14 +86,18 @@ fn v2_store_migrates_and_backfills() {
             .collect::<Result<_, _>>()
             .unwrap()
     };
-    // Back to the v2 layout (record and commit blocks in repo_blocks,
-    // commits keyed by (did, rev) with two indexes), with unversioned
-    // blocks.
+    // Back to the v2 layout (record and commit blocks in repo_blocks, keyed
+    // (did, cid); commits keyed by (did, rev) with two indexes), with
+    // unversioned blocks.
     let (nulled, commits_before) = {
         let conn = rusqlite::Connection::open(&path).unwrap();
         let commits_before = commit_log(&conn);
         conn.execute_batch(
-            "ALTER TABLE commits RENAME TO commits_v5; \
+            "CREATE TABLE repo_blocks_v2 (did TEXT NOT NULL, cid BLOB NOT NULL, repo_rev TEXT, \
+             bytes BLOB NOT NULL, PRIMARY KEY (did, cid)) WITHOUT ROWID; \
+             INSERT INTO repo_blocks_v2 SELECT did, cid, repo_rev, bytes FROM repo_blocks; \
+             DROP TABLE repo_blocks; ALTER TABLE repo_blocks_v2 RENAME TO repo_blocks; \
+             ALTER TABLE commits RENAME TO commits_v5; \
              CREATE TABLE commits (did TEXT NOT NULL, rev TEXT NOT NULL, cid BLOB NOT NULL, \
              seq INTEGER, PRIMARY KEY (did, rev)) WITHOUT ROWID; \
              CREATE INDEX commits_cid ON commits (did, cid); \
@@ -103,7 +109,7 @@ fn v2_store_migrates_and_backfills() {
              SELECT did, commit_cid, rev, commit_bytes FROM repo_root; \
              ALTER TABLE repo_root DROP COLUMN commit_bytes; \
              ALTER TABLE records DROP COLUMN bytes; ALTER TABLE records DROP COLUMN cid_dup; \
-             DROP TABLE rev_backfill; DROP INDEX repo_blocks_norev; \
+             DROP TABLE rev_backfill; \
              CREATE INDEX repo_blocks_norev ON repo_blocks (did, cid) WHERE repo_rev IS NULL; \
              PRAGMA user_version = 2;",
         )
@@ -115,9 +121,9 @@ fn v2_store_migrates_and_backfills() {
     };
     let store = Store::open(&path, Config::default()).unwrap();
     let r = store.startup_report();
-    // v4 moved the 4 record blocks and v5 the commit block out of
+    // v4 moved the 400 record blocks and v5 the commit block out of
     // repo_blocks before the backfill.
-    assert_eq!((r.migrated_from, r.backfilled), (2, nulled - 4 - 1));
+    assert_eq!((r.migrated_from, r.backfilled), (2, nulled - 400 - 1));
     let mut after = Vec::new();
     store.export_repo(&did, None, &mut after).unwrap();
     assert_eq!(car_blocks(&after), car_blocks(&before));
@@ -147,7 +153,9 @@ fn v2_store_migrates_and_backfills() {
     store
         .create_record(&did, p.collection, None, cbor(&p.value), None)
         .unwrap();
-    assert_eq!(store.check_repo(&did).unwrap(), 5);
+    // check_repo also finds every MST node where v6 placed it.
+    assert_eq!(store.check_repo(&did).unwrap(), 401);
+    assert_eq!(store.node_position_scans(), 0);
     verify_all_events(&store);
 }
 
