@@ -14,6 +14,7 @@
 //! `PROFILE_DB`) before the measured loop; `n` operations follow.
 //! `PROFILE_WAL_FRAMES` sets `Config::wal_restart_frames` and
 //! `PROFILE_CHECKPOINT_MS` `Config::checkpoint_interval`;
+//! `PROFILE_PLANNERS` sets `Config::planners`;
 //! `PROFILE_CALLER_PLANS=0` turns `Config::caller_plans` off (`1`: on, the
 //! default).
 //!
@@ -59,6 +60,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if let Some(ms) = env_number("PROFILE_CHECKPOINT_MS") {
         config.checkpoint_interval = std::time::Duration::from_millis(ms);
+    }
+    if let Some(p) = env_number("PROFILE_PLANNERS") {
+        config.planners = p;
     }
     if let Some(v) = std::env::var_os("PROFILE_CALLER_PLANS") {
         config.caller_plans = v != "0";

@@ -108,6 +108,10 @@ pub(crate) struct BlockOps {
     pub released: Vec<(Cid, Option<i64>)>,
     /// Unchanged nodes whose position changed: from (if known), to.
     pub moved: Vec<(Cid, Option<i64>, i64)>,
+    /// Every position the commit's walk learned (the new nodes, their
+    /// children, the moved nodes), for another [`NodePositions`] to take
+    /// without decoding the new nodes again ([`NodePositions::apply`]).
+    pub learned: Vec<(Cid, i64)>,
 }
 
 /// Known row positions of MST nodes (see the module docs), bounded.
@@ -210,6 +214,7 @@ impl NodePositions {
                 }
             }
             self.map.insert(cid, pos);
+            ops.learned.push((cid, pos));
         }
         for cid in removed {
             ops.released.push((*cid, self.map.remove(cid)));
@@ -217,15 +222,9 @@ impl NodePositions {
         ops
     }
 
-    /// Notes what a commit planned elsewhere did (its `ops` and blocks).
-    pub(crate) fn apply(&mut self, ops: &BlockOps, new_blocks: &[(Cid, Vec<u8>)]) {
-        for ((cid, bytes), pos) in new_blocks.iter().zip(&ops.put) {
-            self.map.insert(*cid, *pos);
-            self.note_children(bytes);
-        }
-        for (cid, _, to) in &ops.moved {
-            self.map.insert(*cid, *to);
-        }
+    /// Notes what a commit planned elsewhere did.
+    pub(crate) fn apply(&mut self, ops: &BlockOps) {
+        self.map.extend(ops.learned.iter().copied());
         for (cid, _) in &ops.released {
             self.map.remove(cid);
         }
@@ -283,6 +282,9 @@ mod tests {
         let mut blocks = MemoryBlockStore::new();
         let mut rows: HashMap<Cid, i64> = HashMap::new();
         let mut positions = NodePositions::new(usize::MAX, Arc::default());
+        // Another owner (the writer, for a caller's plan) kept up by the
+        // ops alone.
+        let mut mirror = NodePositions::new(usize::MAX, Arc::default());
         let mut root = {
             let mut t = Mst::empty(MemoryBlockStore::new());
             let c = t.commit().unwrap();
@@ -333,8 +335,14 @@ mod tests {
                 assert!(rows.insert(*cid, *pos).is_none(), "new row already there");
                 blocks.put(*cid, bytes.clone());
             }
+            mirror.apply(&ops);
             root = c.root;
             assert_eq!(rows, expected(&blocks, root), "rows after commit {step}");
+            if step > 0 {
+                for (cid, pos) in &rows {
+                    assert_eq!(mirror.get(cid), Some(*pos), "mirror after commit {step}");
+                }
+            }
         }
         assert!(
             moved > 0,

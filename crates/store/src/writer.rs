@@ -452,9 +452,7 @@ impl Writer {
             .ok_or_else(|| StoreError::UnknownAccount(did.to_owned()))?;
         let plan = match plan {
             Some(p) if p.base_commit == root.commit && p.base_rev == root.rev => {
-                self.positions
-                    .borrow_mut()
-                    .apply(&p.blocks, &p.result.commit.new_blocks);
+                self.positions.borrow_mut().apply(&p.blocks);
                 p
             }
             _ => {
