@@ -14,7 +14,8 @@
 //! `PROFILE_DB`) before the measured loop; `n` operations follow.
 //! `PROFILE_WAL_FRAMES` sets `Config::wal_restart_frames` and
 //! `PROFILE_CHECKPOINT_MS` `Config::checkpoint_interval`;
-//! `PROFILE_PLANNERS` sets `Config::planners`;
+//! `PROFILE_PLANNERS` sets `Config::planners`; `PROFILE_CALLER_RECORDS`
+//! seeds each `apply_callers_<c>` account with that many records first;
 //! `PROFILE_CALLER_PLANS=0` turns `Config::caller_plans` off (`1`: on, the
 //! default).
 //!
@@ -168,7 +169,22 @@ fn apply_callers(
             &datagen::store::signing_secret(1000 + c as u64),
         )?;
         store.create_account(&did, &key)?;
+        let seed: usize = env_number("PROFILE_CALLER_RECORDS").unwrap_or(0);
+        for chunk in datagen::store::records(1000 + c as u64, seed).chunks(200) {
+            let writes = chunk
+                .iter()
+                .map(|r| RecordWrite::create(r.collection, Some(&r.rkey), cbor(&r.value)))
+                .collect();
+            store.apply_writes(&did, writes, None)?;
+        }
         dids.push(did);
+    }
+    // `PROFILE_WARM_OPS`: that many single-caller creates on the first
+    // account first (the bench runs callers-1 before callers-10).
+    let warm: usize = env_number("PROFILE_WARM_OPS").unwrap_or(0);
+    for i in 0..warm {
+        let body = bodies[i % bodies.len()].clone();
+        black_box(store.create_record(&dids[0], "app.bsky.feed.post", None, body, None)?);
     }
     let t = Instant::now();
     std::thread::scope(|s| {
