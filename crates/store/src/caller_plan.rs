@@ -191,12 +191,7 @@ impl CallerPlans {
         let out = match (root, key) {
             (Some(root), Some(key)) => {
                 let (plan, cache) = plan_commit(
-                    SqlBlocks {
-                        conn: &r,
-                        did,
-                        root: root.data,
-                        positions,
-                    },
+                    SqlBlocks::new(&r, did, root.data, positions),
                     positions,
                     Current::Index(&r),
                     cache,
@@ -300,12 +295,10 @@ impl BlockSource for LazyBlocks<'_> {
                 self.reader.get_or_init(|| r)
             }
         };
-        let blocks = SqlBlocks {
-            conn: reader,
-            did: self.did,
-            root: self.root,
-            positions: self.positions,
-        };
+        // The plan's root may be stale: trust the positions rather than
+        // scan for a node another commit released.
+        let blocks =
+            SqlBlocks::new(reader, self.did, self.root, self.positions).trusting_positions();
         Ok(blocks.get_block(cid)?.map(|b| Cow::Owned(b.into_owned())))
     }
 }

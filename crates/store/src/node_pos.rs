@@ -22,20 +22,28 @@
 //! commit then moves its row ([`BlockOps::moved`]). [`key_position`] is a
 //! locality key, not a unique one: the CID keeps rows apart.
 //!
-//! **Lookups.** [`NodePositions`] remembers, for each node the tree may
-//! read next, where its row is: the root, the children of every node read
-//! from SQLite, and the children of every node a commit wrote. A node it
-//! does not know (a cache dropped, a block shared by two accounts at two
-//! positions, a reader behind the writer) is found by a scan of the
-//! account's rows instead — correct, slower, and counted
-//! ([`crate::Store::node_position_scans`]; the tests hold it at zero).
+//! **Lookups.** [`NodePositions`] remembers, per account, for each node
+//! the tree may read next, where its row is: the root, the children of
+//! every node read from SQLite, and the children of every node a commit
+//! wrote. A node it does not know (a cache dropped) is found by a scan of
+//! the account's rows instead — correct, slower, and counted
+//! ([`crate::Store::node_position_scans`]; the sequential tests hold it at
+//! zero, the concurrent ones under a small bound). A caller's plan trusts
+//! the positions it knows (its root may be stale: a node missing where it
+//! was is reported missing and the writer plans the commit itself), and
+//! the writer, which sees every commit, corrects the released and moved
+//! rows' positions of a plan it takes ([`NodePositions::correct`]).
+//! Keys are per account because identical subtrees of two accounts (two
+//! imports of one repository, say) are one CID at two positions.
 
 use std::cell::RefCell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use std::collections::HashMap;
+
 use repo::Cid;
-use repo::cid::CidMap;
+use repo::cid::{CidBuildHasher, CidMap};
 use repo::mst::Node;
 
 /// Position of an account's current MST root.
@@ -62,6 +70,14 @@ pub(crate) fn key_position(key: &[u8]) -> i64 {
         })
     });
     ((u64::from(h & 0x7fff) << 48) | (order & ((1 << 48) - 1))) as i64
+}
+
+/// The key [`NodePositions`] scopes an account's entries by: FNV-1a of its
+/// DID (two accounts colliding only cost a scan now and then).
+pub(crate) fn account_key(did: &str) -> u64 {
+    did.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 /// A 13-character TID's timestamp (its top 53 bits after the zero bit).
@@ -114,10 +130,11 @@ pub(crate) struct BlockOps {
     pub learned: Vec<(Cid, i64)>,
 }
 
-/// Known row positions of MST nodes (see the module docs), bounded.
+/// Known row positions of MST nodes by account (see the module docs),
+/// bounded.
 #[derive(Debug)]
 pub(crate) struct NodePositions {
-    map: CidMap<i64>,
+    map: HashMap<(u64, Cid), i64, CidBuildHasher>,
     capacity: usize,
     scans: Arc<AtomicU64>,
 }
@@ -126,15 +143,15 @@ impl NodePositions {
     /// Remembers at most `capacity` positions; scans are counted in `scans`.
     pub(crate) fn new(capacity: usize, scans: Arc<AtomicU64>) -> Self {
         NodePositions {
-            map: CidMap::default(),
+            map: HashMap::default(),
             capacity,
             scans,
         }
     }
 
-    /// Where `cid`'s row is, if known.
-    pub(crate) fn get(&self, cid: &Cid) -> Option<i64> {
-        self.map.get(cid).copied()
+    /// Where `cid`'s row is in account `acct` ([`account_key`]), if known.
+    pub(crate) fn get(&self, acct: u64, cid: &Cid) -> Option<i64> {
+        self.map.get(&(acct, *cid)).copied()
     }
 
     /// True when full: the owner drops these and its decoded nodes
@@ -149,17 +166,18 @@ impl NodePositions {
         self.map.clear();
     }
 
-    /// Notes that `cid`'s row is at `pos`.
-    pub(crate) fn note(&mut self, cid: Cid, pos: i64) {
-        self.map.insert(cid, pos);
+    /// Notes that `cid`'s row in account `acct` is at `pos`.
+    pub(crate) fn note(&mut self, acct: u64, cid: Cid, pos: i64) {
+        self.map.insert((acct, cid), pos);
     }
 
-    /// Notes the positions of the children of a node just read (bytes that
-    /// do not decode are left to the MST's decoder to report).
-    pub(crate) fn note_children(&mut self, bytes: &[u8]) {
+    /// Notes the positions of the children of a node of account `acct`
+    /// just read (bytes that do not decode are left to the MST's decoder to
+    /// report).
+    pub(crate) fn note_children(&mut self, acct: u64, bytes: &[u8]) {
         if let Ok(node) = Node::decode(bytes) {
             for_each_child(&node, |c, p| {
-                self.map.insert(c, p);
+                self.map.insert((acct, c), p);
             });
         }
     }
@@ -169,13 +187,15 @@ impl NodePositions {
         self.scans.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The row operations of a commit whose tree has root `root`, with
+    /// The row operations of a commit to account `acct` whose tree has root
+    /// `root`, with
     /// `new_blocks` written and `removed` released, and notes the new
     /// positions. Walks the new nodes from the root (every ancestor of a
     /// new node is new): each child of a new node is put at its position
     /// if new, else moved there if it was elsewhere.
     pub(crate) fn commit_ops(
         &mut self,
+        acct: u64,
         root: Cid,
         new_blocks: &[(Cid, Vec<u8>)],
         removed: &[Cid],
@@ -207,27 +227,45 @@ impl NodePositions {
                     }
                 }
                 None => {
-                    let was = self.get(&cid);
+                    let was = self.get(acct, &cid);
                     if was != Some(pos) {
                         ops.moved.push((cid, was, pos));
                     }
                 }
             }
-            self.map.insert(cid, pos);
+            self.map.insert((acct, cid), pos);
             ops.learned.push((cid, pos));
         }
+        // Released nodes stay noted: if the commit never lands (a caller's
+        // plan the writer rejects), the tree it was planned on still holds
+        // them where they were.
         for cid in removed {
-            ops.released.push((*cid, self.map.remove(cid)));
+            ops.released.push((*cid, self.get(acct, cid)));
         }
         ops
     }
 
-    /// Notes what a commit planned elsewhere did.
-    pub(crate) fn apply(&mut self, ops: &BlockOps) {
-        self.map.extend(ops.learned.iter().copied());
-        for (cid, _) in &ops.released {
-            self.map.remove(cid);
+    /// Corrects where a commit planned elsewhere (from another, possibly
+    /// staler, [`NodePositions`]) expects the rows it releases and moves
+    /// to be, with what these positions know. Call before
+    /// [`apply`](Self::apply).
+    pub(crate) fn correct(&self, acct: u64, ops: &mut BlockOps) {
+        for (cid, at) in &mut ops.released {
+            if let Some(p) = self.get(acct, cid) {
+                *at = Some(p);
+            }
         }
+        for (cid, from, _) in &mut ops.moved {
+            if let Some(p) = self.get(acct, cid) {
+                *from = Some(p);
+            }
+        }
+    }
+
+    /// Notes what a commit to account `acct` planned elsewhere did.
+    pub(crate) fn apply(&mut self, acct: u64, ops: &BlockOps) {
+        self.map
+            .extend(ops.learned.iter().map(|&(cid, pos)| ((acct, cid), pos)));
     }
 }
 
@@ -322,8 +360,8 @@ mod tests {
             let c = t.commit().unwrap();
             drop(t);
             // As a plan does: the base root is at the root's position.
-            positions.note(root, ROOT_POS);
-            let ops = positions.commit_ops(c.root, &c.new_blocks, &c.removed);
+            positions.note(7, root, ROOT_POS);
+            let ops = positions.commit_ops(7, c.root, &c.new_blocks, &c.removed);
             for (cid, at) in &ops.released {
                 assert_eq!(rows.remove(cid), *at, "released row where noted");
             }
@@ -335,12 +373,12 @@ mod tests {
                 assert!(rows.insert(*cid, *pos).is_none(), "new row already there");
                 blocks.put(*cid, bytes.clone());
             }
-            mirror.apply(&ops);
+            mirror.apply(7, &ops);
             root = c.root;
             assert_eq!(rows, expected(&blocks, root), "rows after commit {step}");
             if step > 0 {
                 for (cid, pos) in &rows {
-                    assert_eq!(mirror.get(cid), Some(*pos), "mirror after commit {step}");
+                    assert_eq!(mirror.get(7, cid), Some(*pos), "mirror after commit {step}");
                 }
             }
         }

@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::WriteAction;
 use crate::error::{Result, StoreError};
-use crate::node_pos::{BlockOps, ROOT_POS, SharedPositions};
+use crate::node_pos::{BlockOps, ROOT_POS, SharedPositions, account_key};
 use crate::writer::{Prepared, Root, SQL_INDEX_CID, cid_from_sql};
 
 /// Everything a commit computes before it writes: index checks, the MST
@@ -188,8 +188,10 @@ fn plan_inner<S: BlockSource>(
         // The base tree's root is at the root's position whatever the
         // cache it came from last noted (the empty tree's root is one
         // node shared by every new account).
-        positions.note(root.data, ROOT_POS);
+        let acct = account_key(did);
+        positions.note(acct, root.data, ROOT_POS);
         positions.commit_ops(
+            acct,
             result.commit.root,
             &result.commit.new_blocks,
             &result.commit.removed,

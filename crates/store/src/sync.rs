@@ -149,15 +149,7 @@ impl Store {
             // places it (a scan means a row is out of place).
             let misplaced = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
             let positions = SharedPositions::new(NodePositions::new(usize::MAX, misplaced.clone()));
-            let mut mst = Mst::load(
-                SqlBlocks {
-                    conn: &r,
-                    did,
-                    root: root.data,
-                    positions: &positions,
-                },
-                root.data,
-            );
+            let mut mst = Mst::load(SqlBlocks::new(&r, did, root.data, &positions), root.data);
             mst.check_structure()?;
             let entries = mst.entries()?;
             let misplaced = misplaced.load(std::sync::atomic::Ordering::Relaxed);

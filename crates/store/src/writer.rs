@@ -21,7 +21,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::cid_cache::CidCache;
 use crate::error::{Result, StoreError};
-use crate::node_pos::{BlockOps, NodePositions, ROOT_POS, SharedPositions};
+use crate::node_pos::{BlockOps, NodePositions, ROOT_POS, SharedPositions, account_key};
 use crate::plan::{Current, Plan, plan_commit};
 use crate::{CommitInfo, WriteAction, WriteOutcome};
 
@@ -113,19 +113,48 @@ const SQL_PUT_EVENT: &str =
 /// the account's rows for one it does not; the children of every node
 /// read are noted in `positions`.
 pub(crate) struct SqlBlocks<'c> {
-    pub conn: &'c Connection,
-    pub did: &'c str,
-    pub root: Cid,
-    pub positions: &'c SharedPositions,
+    conn: &'c Connection,
+    did: &'c str,
+    acct: u64,
+    root: Cid,
+    positions: &'c SharedPositions,
+    scan_on_miss: bool,
 }
 
-impl SqlBlocks<'_> {
+impl<'c> SqlBlocks<'c> {
+    /// `did`'s nodes, for a tree whose root is `root`.
+    pub(crate) fn new(
+        conn: &'c Connection,
+        did: &'c str,
+        root: Cid,
+        positions: &'c SharedPositions,
+    ) -> Self {
+        SqlBlocks {
+            conn,
+            did,
+            acct: account_key(did),
+            root,
+            positions,
+            scan_on_miss: true,
+        }
+    }
+
+    /// A node missing from the position noted for it is reported missing,
+    /// not looked for elsewhere: for a caller's plan on a root that may
+    /// be stale (its nodes released meanwhile), which the writer computes
+    /// again when it fails. A scan there would cost a read of the whole
+    /// account for a plan the writer discards anyway.
+    pub(crate) fn trusting_positions(mut self) -> Self {
+        self.scan_on_miss = false;
+        self
+    }
+
     fn read(&self, cid: &Cid) -> rusqlite::Result<Option<Vec<u8>>> {
         let c = cid.to_bytes();
         let known = if *cid == self.root {
             Some(ROOT_POS)
         } else {
-            self.positions.borrow().get(cid)
+            self.positions.borrow().get(self.acct, cid)
         };
         if let Some(pos) = known {
             let found = self
@@ -134,8 +163,11 @@ impl SqlBlocks<'_> {
                 .query_row(params![self.did, pos, &c[..]], |r| r.get::<_, Vec<u8>>(0))
                 .optional()?;
             if found.is_some() {
-                self.positions.borrow_mut().note(*cid, pos);
+                self.positions.borrow_mut().note(self.acct, *cid, pos);
                 return Ok(found);
+            }
+            if !self.scan_on_miss {
+                return Ok(None);
             }
         }
         let mut positions = self.positions.borrow_mut();
@@ -148,7 +180,7 @@ impl SqlBlocks<'_> {
             })
             .optional()?;
         Ok(found.map(|(pos, bytes)| {
-            positions.note(*cid, pos);
+            positions.note(self.acct, *cid, pos);
             bytes
         }))
     }
@@ -158,7 +190,7 @@ impl BlockSource for SqlBlocks<'_> {
     fn get_block(&self, cid: &Cid) -> std::result::Result<Option<Cow<'_, [u8]>>, BlockSourceError> {
         let bytes = self.read(cid).map_err(BlockSourceError::new)?;
         if let Some(b) = &bytes {
-            self.positions.borrow_mut().note_children(b);
+            self.positions.borrow_mut().note_children(self.acct, b);
         }
         Ok(bytes.map(Cow::Owned))
     }
@@ -451,8 +483,14 @@ impl Writer {
             .root(did)?
             .ok_or_else(|| StoreError::UnknownAccount(did.to_owned()))?;
         let plan = match plan {
-            Some(p) if p.base_commit == root.commit && p.base_rev == root.rev => {
-                self.positions.borrow_mut().apply(&p.blocks);
+            Some(mut p) if p.base_commit == root.commit && p.base_rev == root.rev => {
+                // The writer sees every commit: its positions are current,
+                // the caller's plan state's may not be.
+                let acct = account_key(did);
+                let mut positions = self.positions.borrow_mut();
+                positions.correct(acct, &mut p.blocks);
+                positions.apply(acct, &p.blocks);
+                drop(positions);
                 p
             }
             _ => {
@@ -462,12 +500,7 @@ impl Writer {
                 }
                 let cache = std::mem::take(&mut self.cache);
                 let (plan, cache) = plan_commit(
-                    SqlBlocks {
-                        conn: &self.conn,
-                        did,
-                        root: root.data,
-                        positions: &self.positions,
-                    },
+                    SqlBlocks::new(&self.conn, did, root.data, &self.positions),
                     &self.positions,
                     Current::Index(&self.conn),
                     cache,
@@ -637,10 +670,10 @@ impl Writer {
             self.conn.prepare_cached(sql)?.execute([did])?;
         }
         // The commit block is not in the tree; it goes to `repo_root`.
-        let placed = self
-            .positions
-            .borrow_mut()
-            .commit_ops(imp.data, &imp.blocks, &[]);
+        let placed =
+            self.positions
+                .borrow_mut()
+                .commit_ops(account_key(did), imp.data, &imp.blocks, &[]);
         for ((cid, bytes), pos) in imp.blocks.iter().zip(&placed.put) {
             if *cid != imp.commit {
                 self.put_block(did, *pos, cid, Some(&imp.rev), bytes)?;
