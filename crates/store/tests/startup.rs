@@ -169,3 +169,63 @@ fn car_blocks(car: &[u8]) -> Vec<(repo::Cid, Vec<u8>)> {
     out.sort();
     out
 }
+
+#[test]
+fn v6_migration_keeps_a_store_with_a_bad_node_open() {
+    // A v5 store (node rows keyed (did, cid)) with one MST node that no
+    // longer decodes and a second account whose tree is intact: the v6
+    // migration places what it can, the store opens, the damaged account
+    // is reported by check_repo and the other one reads and writes.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sqlite");
+    let (did, _) = seeded_store(&path, 300);
+    let other = {
+        let store = Store::open(&path, Config::default()).unwrap();
+        let other = datagen::store::did(9);
+        store.create_account(&other, &keypair(9)).unwrap();
+        for r in datagen::store::records(9, 200) {
+            store
+                .create_record(&other, r.collection, Some(&r.rkey), cbor(&r.value), None)
+                .unwrap();
+        }
+        other
+    };
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let damaged = conn
+            .execute(
+                "CREATE TABLE repo_blocks_v5 (did TEXT NOT NULL, cid BLOB NOT NULL, repo_rev TEXT, \
+                 bytes BLOB NOT NULL, PRIMARY KEY (did, cid)) WITHOUT ROWID",
+                [],
+            )
+            .and_then(|_| {
+                conn.execute_batch(
+                    "INSERT INTO repo_blocks_v5 SELECT did, cid, repo_rev, bytes FROM repo_blocks; \
+                     DROP TABLE repo_blocks; ALTER TABLE repo_blocks_v5 RENAME TO repo_blocks; \
+                     CREATE INDEX repo_blocks_norev ON repo_blocks (did, repo_rev) WHERE repo_rev IS NULL; \
+                     PRAGMA user_version = 5;",
+                )
+            })
+            .and_then(|_| {
+                // Any node but the root of the first account.
+                conn.execute(
+                    "UPDATE repo_blocks SET bytes = x'a0' WHERE did = ?1 AND cid = \
+                     (SELECT b.cid FROM repo_blocks b, repo_root r WHERE b.did = ?1 \
+                      AND r.did = ?1 AND b.cid <> r.data_cid ORDER BY b.cid LIMIT 1)",
+                    [&did],
+                )
+            })
+            .unwrap();
+        assert_eq!(damaged, 1);
+    }
+    let store = Store::open(&path, Config::default()).unwrap();
+    assert_eq!(store.startup_report().migrated_from, 5);
+    assert!(store.check_repo(&did).is_err());
+    assert_eq!(store.check_repo(&other).unwrap(), 200);
+    let p = datagen::store::post(9, 1);
+    store
+        .create_record(&other, p.collection, None, cbor(&p.value), None)
+        .unwrap();
+    assert_eq!(store.check_repo(&other).unwrap(), 201);
+    assert_eq!(store.node_position_scans(), 0);
+}
