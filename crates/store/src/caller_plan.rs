@@ -40,8 +40,9 @@ use repo::syntax::TidGenerator;
 
 use crate::gate::{Gate, planners};
 use crate::node_pos::{NodePositions, SharedPositions};
+use crate::node_rows::SqlBlocks;
 use crate::plan::{Current, Plan, plan_commit};
-use crate::writer::{self, Prepared, Root, SqlBlocks};
+use crate::writer::{self, Prepared, Root};
 use crate::{CallerPlanStats, CommitInfo, Reader, Store};
 
 /// Accounts whose plan state is kept (all dropped past it).

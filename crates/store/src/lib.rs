@@ -97,6 +97,7 @@ mod error;
 mod gate;
 mod import;
 mod node_pos;
+mod node_rows;
 mod plan;
 mod read;
 mod render;

@@ -12,8 +12,9 @@ use rusqlite::{OptionalExtension, params};
 
 use crate::error::{Result, StoreError};
 use crate::node_pos::{NodePositions, SharedPositions};
+use crate::node_rows::SqlBlocks;
 use crate::read::root_of;
-use crate::writer::{SqlBlocks, cid_from_sql, frame_header};
+use crate::writer::{cid_from_sql, frame_header};
 use crate::{CommitInfo, Event, ExportInfo, Store, import};
 
 impl Store {

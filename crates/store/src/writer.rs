@@ -4,7 +4,6 @@
 //! never sees an acknowledgement for a write that is not committed, and
 //! concurrent writers on different accounts share one transaction.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -15,13 +14,14 @@ use repo::cbor::Encoder;
 use repo::commit::UnsignedCommit;
 use repo::crypto::{Algorithm, Keypair};
 use repo::firehose::{Action, CommitEvent, Frame, RepoOp, SyncEvent};
-use repo::mst::{BlockSource, BlockSourceError, MemoryBlockStore, Mst, NodeCache};
+use repo::mst::{MemoryBlockStore, Mst, NodeCache};
 use repo::syntax::{Tid, TidGenerator};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::cid_cache::CidCache;
 use crate::error::{Result, StoreError};
-use crate::node_pos::{BlockOps, NodePositions, ROOT_POS, SharedPositions, account_key};
+use crate::node_pos::{NodePositions, ROOT_POS, SharedPositions, account_key};
+use crate::node_rows::{SqlBlocks, place_nodes, put_node};
 use crate::plan::{Current, Plan, plan_commit};
 use crate::{CommitInfo, WriteAction, WriteOutcome};
 
@@ -62,20 +62,10 @@ pub(crate) struct Writer {
     pub partial: bool,
 }
 
-/// A node at its known position: one primary-key seek.
-const SQL_GET_NODE: &str = "SELECT bytes FROM repo_blocks WHERE did = ?1 AND pos = ?2 AND cid = ?3";
-/// A node at an unknown position: a scan of the account's rows.
-const SQL_FIND_NODE: &str = "SELECT pos, bytes FROM repo_blocks WHERE did = ?1 AND cid = ?2";
 const SQL_ROOT: &str =
     "SELECT commit_cid, rev, data_cid, signing_key FROM repo_root WHERE did = ?1";
 pub(crate) const SQL_INDEX_CID: &str =
     "SELECT cid FROM records WHERE did = ?1 AND collection = ?2 AND rkey = ?3";
-const SQL_PUT_BLOCK: &str = "INSERT OR IGNORE INTO repo_blocks (did, pos, cid, repo_rev, bytes) VALUES (?1, ?2, ?3, ?4, ?5)";
-const SQL_DEL_NODE: &str = "DELETE FROM repo_blocks WHERE did = ?1 AND pos = ?2 AND cid = ?3";
-const SQL_DEL_NODE_ANYWHERE: &str = "DELETE FROM repo_blocks WHERE did = ?1 AND cid = ?2";
-const SQL_MOVE_NODE: &str =
-    "UPDATE repo_blocks SET pos = ?4 WHERE did = ?1 AND pos = ?2 AND cid = ?3";
-const SQL_MOVE_NODE_ANYWHERE: &str = "UPDATE repo_blocks SET pos = ?3 WHERE did = ?1 AND cid = ?2";
 // Record rows hold their block's bytes (schema v4). `cid_dup` is kept
 // canonical: 0 on the first row of an account holding a CID, in
 // `(collection, rkey)` order, 1 on the others. Each statement below is one
@@ -107,94 +97,6 @@ const SQL_MOVE_ROOT: &str = "UPDATE repo_root SET commit_cid = ?2, rev = ?3, dat
 const SQL_PUT_COMMIT: &str = "INSERT INTO commits (did, rev, cid, seq) VALUES (?1, ?2, ?3, ?4)";
 const SQL_PUT_EVENT: &str =
     "INSERT INTO seq_events (seq, did, kind, payload) VALUES (?1, ?2, ?3, ?4)";
-
-/// MST nodes straight from `repo_blocks`: one primary-key seek per node at
-/// the position `positions` knows (`root` is at [`ROOT_POS`]), a scan of
-/// the account's rows for one it does not; the children of every node
-/// read are noted in `positions`.
-pub(crate) struct SqlBlocks<'c> {
-    conn: &'c Connection,
-    did: &'c str,
-    acct: u64,
-    root: Cid,
-    positions: &'c SharedPositions,
-    scan_on_miss: bool,
-}
-
-impl<'c> SqlBlocks<'c> {
-    /// `did`'s nodes, for a tree whose root is `root`.
-    pub(crate) fn new(
-        conn: &'c Connection,
-        did: &'c str,
-        root: Cid,
-        positions: &'c SharedPositions,
-    ) -> Self {
-        SqlBlocks {
-            conn,
-            did,
-            acct: account_key(did),
-            root,
-            positions,
-            scan_on_miss: true,
-        }
-    }
-
-    /// A node missing from the position noted for it is reported missing,
-    /// not looked for elsewhere: for a caller's plan on a root that may
-    /// be stale (its nodes released meanwhile), which the writer computes
-    /// again when it fails. A scan there would cost a read of the whole
-    /// account for a plan the writer discards anyway.
-    pub(crate) fn trusting_positions(mut self) -> Self {
-        self.scan_on_miss = false;
-        self
-    }
-
-    fn read(&self, cid: &Cid) -> rusqlite::Result<Option<Vec<u8>>> {
-        let c = cid.to_bytes();
-        let known = if *cid == self.root {
-            Some(ROOT_POS)
-        } else {
-            self.positions.borrow().get(self.acct, cid)
-        };
-        if let Some(pos) = known {
-            let found = self
-                .conn
-                .prepare_cached(SQL_GET_NODE)?
-                .query_row(params![self.did, pos, &c[..]], |r| r.get::<_, Vec<u8>>(0))
-                .optional()?;
-            if found.is_some() {
-                self.positions.borrow_mut().note(self.acct, *cid, pos);
-                return Ok(found);
-            }
-            if !self.scan_on_miss {
-                return Ok(None);
-            }
-        }
-        let mut positions = self.positions.borrow_mut();
-        positions.count_scan();
-        let found = self
-            .conn
-            .prepare_cached(SQL_FIND_NODE)?
-            .query_row(params![self.did, &c[..]], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
-            })
-            .optional()?;
-        Ok(found.map(|(pos, bytes)| {
-            positions.note(self.acct, *cid, pos);
-            bytes
-        }))
-    }
-}
-
-impl BlockSource for SqlBlocks<'_> {
-    fn get_block(&self, cid: &Cid) -> std::result::Result<Option<Cow<'_, [u8]>>, BlockSourceError> {
-        let bytes = self.read(cid).map_err(BlockSourceError::new)?;
-        if let Some(b) = &bytes {
-            self.positions.borrow_mut().note_children(self.acct, b);
-        }
-        Ok(bytes.map(Cow::Owned))
-    }
-}
 
 pub(crate) fn cid_from_sql(bytes: &[u8]) -> Result<Cid> {
     Cid::from_bytes(bytes).map_err(|e| StoreError::Corrupt(format!("stored CID: {e}")))
@@ -326,65 +228,6 @@ impl Writer {
         Ok(k)
     }
 
-    fn put_block(
-        &self,
-        did: &str,
-        pos: i64,
-        cid: &Cid,
-        rev: Option<&str>,
-        bytes: &[u8],
-    ) -> Result<()> {
-        self.conn.prepare_cached(SQL_PUT_BLOCK)?.execute(params![
-            did,
-            pos,
-            &cid.to_bytes()[..],
-            rev,
-            bytes
-        ])?;
-        Ok(())
-    }
-
-    /// Releases and moves node rows as `ops` says; a row not at its noted
-    /// position is found by a scan (counted).
-    fn place_nodes(&self, did: &str, ops: &BlockOps) -> Result<()> {
-        let positions = self.positions.borrow();
-        for (cid, pos) in &ops.released {
-            let c = cid.to_bytes();
-            let n = match pos {
-                Some(p) => {
-                    self.conn
-                        .prepare_cached(SQL_DEL_NODE)?
-                        .execute(params![did, p, &c[..]])?
-                }
-                None => 0,
-            };
-            if n == 0 {
-                positions.count_scan();
-                self.conn
-                    .prepare_cached(SQL_DEL_NODE_ANYWHERE)?
-                    .execute(params![did, &c[..]])?;
-            }
-        }
-        for (cid, from, to) in &ops.moved {
-            let c = cid.to_bytes();
-            let n = match from {
-                Some(p) => {
-                    self.conn
-                        .prepare_cached(SQL_MOVE_NODE)?
-                        .execute(params![did, p, &c[..], to])?
-                }
-                None => 0,
-            };
-            if n == 0 {
-                positions.count_scan();
-                self.conn
-                    .prepare_cached(SQL_MOVE_NODE_ANYWHERE)?
-                    .execute(params![did, &c[..], to])?;
-            }
-        }
-        Ok(())
-    }
-
     pub(crate) fn put_event(&mut self, did: &str, kind: &str, body: &[u8]) -> Result<()> {
         let seq = self.next_seq;
         self.conn
@@ -431,7 +274,7 @@ impl Writer {
         let signed = UnsignedCommit::new(did, c.root, rev_tid).sign(&key);
         let (ccid, cbytes) = signed.to_block();
         for (cid, bytes) in &c.new_blocks {
-            self.put_block(did, ROOT_POS, cid, Some(&rev), bytes)?;
+            put_node(&self.conn, did, ROOT_POS, cid, Some(&rev), bytes)?;
         }
         self.conn
             .prepare_cached(
@@ -541,7 +384,7 @@ impl Writer {
         self.touch(did);
         // Blocks in, each at its position.
         for ((cid, bytes), pos) in result.commit.new_blocks.iter().zip(&blocks.put) {
-            self.put_block(did, *pos, cid, Some(&rev), bytes)?;
+            put_node(&self.conn, did, *pos, cid, Some(&rev), bytes)?;
         }
         // Records (index row and block bytes together) and blob references.
         {
@@ -578,7 +421,7 @@ impl Writer {
         }
         // Blocks out: the replaced MST nodes (the previous commit block is
         // overwritten in `repo_root`); unchanged nodes that changed place.
-        self.place_nodes(did, &blocks)?;
+        place_nodes(&self.conn, did, &blocks, &self.positions.borrow())?;
         self.conn.prepare_cached(SQL_MOVE_ROOT)?.execute(params![
             did,
             &ccid.to_bytes()[..],
@@ -676,7 +519,7 @@ impl Writer {
                 .commit_ops(account_key(did), imp.data, &imp.blocks, &[]);
         for ((cid, bytes), pos) in imp.blocks.iter().zip(&placed.put) {
             if *cid != imp.commit {
-                self.put_block(did, *pos, cid, Some(&imp.rev), bytes)?;
+                put_node(&self.conn, did, *pos, cid, Some(&imp.rev), bytes)?;
             }
         }
         {
