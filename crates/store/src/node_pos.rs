@@ -187,12 +187,13 @@ impl NodePositions {
         self.scans.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The row operations of a commit to account `acct` whose tree has root
-    /// `root`, with
-    /// `new_blocks` written and `removed` released, and notes the new
-    /// positions. Walks the new nodes from the root (every ancestor of a
-    /// new node is new): each child of a new node is put at its position
-    /// if new, else moved there if it was elsewhere.
+    /// The row operations of a commit to account `acct` whose tree has
+    /// root `root`, with `new_blocks` written and `removed` released, and
+    /// notes the new positions. Walks the new nodes from the root (every
+    /// ancestor of a new node is new): each child of a new node is put at
+    /// its position if new, else moved there if it was elsewhere. (An
+    /// import passes every block of its CAR as new, and gets each reachable
+    /// node's position.)
     pub(crate) fn commit_ops(
         &mut self,
         acct: u64,
@@ -212,8 +213,8 @@ impl NodePositions {
             None => new_blocks.iter().position(|b| b.0 == *cid),
         };
         let mut ops = BlockOps {
-            // A new block the walk does not reach (never made by a commit)
-            // stays at the root's position.
+            // A new block the walk does not reach (none, for a commit's own
+            // blocks; an import's commit block) gets the root's position.
             put: vec![ROOT_POS; new_blocks.len()],
             ..BlockOps::default()
         };
