@@ -274,6 +274,13 @@ fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
+/// Rolls the batch's transaction back; the writer's decoded nodes and
+/// node positions may describe commits that are now undone, so they go.
+fn roll_back(w: &mut Writer) {
+    let _ = w.conn.execute_batch("ROLLBACK");
+    w.forget_nodes();
+}
+
 fn run_batch(w: &mut Writer, batch: &mut [Box<dyn Job>]) -> std::result::Result<(), String> {
     exec(&w.conn, "BEGIN IMMEDIATE").map_err(|e| e.to_string())?;
     let alone = batch.len() == 1;
@@ -291,8 +298,7 @@ fn run_batch(w: &mut Writer, batch: &mut [Box<dyn Job>]) -> std::result::Result<
                 // Writes to undo: the batch goes, as a failed COMMIT would
                 // take it (a job alone keeps its own error).
                 if job.guarded() || w.partial {
-                    let _ = w.conn.execute_batch("ROLLBACK");
-                    w.forget_nodes();
+                    roll_back(w);
                     return Err(
                         "a job failed while writing its rows; its batch was rolled back".into(),
                     );
@@ -312,16 +318,14 @@ fn run_batch(w: &mut Writer, batch: &mut [Box<dyn Job>]) -> std::result::Result<
             }
         })();
         if let Err(e) = step {
-            let _ = w.conn.execute_batch("ROLLBACK");
-            w.forget_nodes();
+            roll_back(w);
             return Err(e.to_string());
         }
     }
     match exec(&w.conn, "COMMIT") {
         Ok(()) => Ok(()),
         Err(e) => {
-            let _ = w.conn.execute_batch("ROLLBACK");
-            w.forget_nodes();
+            roll_back(w);
             Err(e.to_string())
         }
     }

@@ -23,7 +23,7 @@ impl Store {
             w.touch(&did);
             let c = cid.to_bytes();
             // The row goes where a node holding this key would.
-            let pos = crate::node_pos::key_position(format!("{collection}/{rkey}").as_bytes());
+            let pos = crate::node_pos::path_position(collection.as_bytes(), rkey.as_bytes());
             w.conn
                 .prepare_cached(
                     "INSERT INTO records (did, collection, rkey, cid, repo_rev) VALUES (?1, ?2, ?3, ?4, 'x') \

@@ -490,8 +490,8 @@ impl Store {
 
     /// How many times a read or update of an MST node's row had to scan its
     /// account's rows because the node's position was not known (see
-    /// `node_pos.rs`). Stays 0 in a store used sequentially; concurrent
-    /// planners of one account can add a few.
+    /// `node_pos.rs`). Stays 0 in a store used sequentially; a caller's
+    /// plan state staler than the writer's can, rarely, add one.
     pub fn node_position_scans(&self) -> u64 {
         self.node_scans.load(std::sync::atomic::Ordering::Relaxed)
     }

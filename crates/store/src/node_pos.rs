@@ -58,7 +58,11 @@ pub(crate) const UNDER_EMPTY_POS: i64 = 1;
 pub(crate) fn key_position(key: &[u8]) -> i64 {
     let slash = key.iter().position(|&b| b == b'/').unwrap_or(key.len());
     let (collection, rest) = key.split_at(slash);
-    let rkey = rest.get(1..).unwrap_or_default();
+    path_position(collection, rest.get(1..).unwrap_or_default())
+}
+
+/// [`key_position`] of the key `collection/rkey`, from its two halves.
+pub(crate) fn path_position(collection: &[u8], rkey: &[u8]) -> i64 {
     // FNV-1a over the collection.
     let mut h: u32 = 0x811c_9dc5;
     for &b in collection {
@@ -187,20 +191,28 @@ impl NodePositions {
         self.scans.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The row operations of a commit to account `acct` whose tree has
-    /// root `root`, with `new_blocks` written and `removed` released, and
-    /// notes the new positions. Walks the new nodes from the root (every
-    /// ancestor of a new node is new): each child of a new node is put at
-    /// its position if new, else moved there if it was elsewhere. (An
-    /// import passes every block of its CAR as new, and gets each reachable
-    /// node's position.)
+    /// The row operations of a commit to account `acct` from the tree
+    /// rooted at `base` (`None`: none kept) to the one rooted at `root`,
+    /// with `new_blocks` written and `removed` released, and notes the new
+    /// positions. Walks the new nodes from the root (every ancestor of a
+    /// new node is new): each child of a new node is put at its position
+    /// if new, else moved there if it was elsewhere. (An import passes
+    /// every block of its CAR as new, and gets each reachable node's
+    /// position.)
     pub(crate) fn commit_ops(
         &mut self,
         acct: u64,
+        base: Option<Cid>,
         root: Cid,
         new_blocks: &[(Cid, Vec<u8>)],
         removed: &[Cid],
     ) -> BlockOps {
+        // The base tree's root is at the root's position whatever was last
+        // noted for its CID (the empty tree's root is one node shared by
+        // every new account).
+        if let Some(base) = base {
+            self.note(acct, base, ROOT_POS);
+        }
         let index: Option<CidMap<usize>> = (new_blocks.len() > 16).then(|| {
             new_blocks
                 .iter()
@@ -288,6 +300,7 @@ mod tests {
         let b = key_position(b"app.bsky.feed.post/3kaaaaaaaab22");
         let c = key_position(b"app.bsky.feed.like/3kaaaaaaaaaa2");
         assert!(a < b);
+        assert_eq!(path_position(b"app.bsky.feed.post", b"3kaaaaaaaaaa2"), a);
         assert_eq!(a >> 48, b >> 48);
         assert_ne!(a >> 48, c >> 48);
         // Clock ids do not move a TID's position.
@@ -360,9 +373,7 @@ mod tests {
             }
             let c = t.commit().unwrap();
             drop(t);
-            // As a plan does: the base root is at the root's position.
-            positions.note(7, root, ROOT_POS);
-            let ops = positions.commit_ops(7, c.root, &c.new_blocks, &c.removed);
+            let ops = positions.commit_ops(7, Some(root), c.root, &c.new_blocks, &c.removed);
             for (cid, at) in &ops.released {
                 assert_eq!(rows.remove(cid), *at, "released row where noted");
             }

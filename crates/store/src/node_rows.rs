@@ -66,7 +66,8 @@ impl<'c> SqlBlocks<'c> {
 
     fn read(&self, cid: &Cid) -> rusqlite::Result<Option<Vec<u8>>> {
         let c = cid.to_bytes();
-        let known = if *cid == self.root {
+        let is_root = *cid == self.root;
+        let known = if is_root {
             Some(ROOT_POS)
         } else {
             self.positions.borrow().get(self.acct, cid)
@@ -78,7 +79,10 @@ impl<'c> SqlBlocks<'c> {
                 .query_row(params![self.did, pos, &c[..]], |r| r.get::<_, Vec<u8>>(0))
                 .optional()?;
             if found.is_some() {
-                self.positions.borrow_mut().note(self.acct, *cid, pos);
+                // Any other position came from `positions` already.
+                if is_root {
+                    self.positions.borrow_mut().note(self.acct, *cid, pos);
+                }
                 return Ok(found);
             }
             if !self.scan_on_miss {

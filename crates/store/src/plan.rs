@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::WriteAction;
 use crate::error::{Result, StoreError};
-use crate::node_pos::{BlockOps, ROOT_POS, SharedPositions, account_key};
+use crate::node_pos::{BlockOps, SharedPositions, account_key};
 use crate::writer::{Prepared, Root, SQL_INDEX_CID, cid_from_sql};
 
 /// Everything a commit computes before it writes: index checks, the MST
@@ -183,20 +183,13 @@ fn plan_inner<S: BlockSource>(
     let signed = UnsignedCommit::new(did, result.commit.root, rev_tid).sign(key);
     // Last: nothing after this can fail, so the positions noted are the
     // plan's.
-    let blocks = {
-        let mut positions = positions.borrow_mut();
-        // The base tree's root is at the root's position whatever the
-        // cache it came from last noted (the empty tree's root is one
-        // node shared by every new account).
-        let acct = account_key(did);
-        positions.note(acct, root.data, ROOT_POS);
-        positions.commit_ops(
-            acct,
-            result.commit.root,
-            &result.commit.new_blocks,
-            &result.commit.removed,
-        )
-    };
+    let blocks = positions.borrow_mut().commit_ops(
+        account_key(did),
+        Some(root.data),
+        result.commit.root,
+        &result.commit.new_blocks,
+        &result.commit.removed,
+    );
     Ok(Plan {
         base_commit: root.commit,
         base_rev: root.rev.clone(),

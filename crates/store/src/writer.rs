@@ -513,10 +513,13 @@ impl Writer {
             self.conn.prepare_cached(sql)?.execute([did])?;
         }
         // The commit block is not in the tree; it goes to `repo_root`.
-        let placed =
-            self.positions
-                .borrow_mut()
-                .commit_ops(account_key(did), imp.data, &imp.blocks, &[]);
+        let placed = self.positions.borrow_mut().commit_ops(
+            account_key(did),
+            None,
+            imp.data,
+            &imp.blocks,
+            &[],
+        );
         for ((cid, bytes), pos) in imp.blocks.iter().zip(&placed.put) {
             if *cid != imp.commit {
                 put_node(&self.conn, did, *pos, cid, Some(&imp.rev), bytes)?;
