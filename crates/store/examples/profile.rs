@@ -15,7 +15,9 @@
 //! `PROFILE_WAL_FRAMES` sets `Config::wal_restart_frames` and
 //! `PROFILE_CHECKPOINT_MS` `Config::checkpoint_interval`;
 //! `PROFILE_PLANNERS` sets `Config::planners`; `PROFILE_CALLER_RECORDS`
-//! seeds each `apply_callers_<c>` account with that many records first;
+//! seeds each `apply_callers_<c>` account with that many records first,
+//! and `PROFILE_WARM_OPS` runs that many single-caller creates on the
+//! first of them before the timed loop (the bench's order);
 //! `PROFILE_CALLER_PLANS=0` turns `Config::caller_plans` off (`1`: on, the
 //! default).
 //!
@@ -69,22 +71,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         config.caller_plans = v != "0";
     }
     let store = Store::open(path, config)?;
-    let did = datagen::store::did(1);
-    let key = Keypair::from_bytes(Algorithm::K256, &datagen::store::signing_secret(1))?;
-    store.create_account(&did, &key)?;
     let size: usize = env_number("PROFILE_RECORDS").unwrap_or(2_000);
-    let recs = datagen::store::records(1, size);
-    let mut keys = Vec::new();
-    for chunk in recs.chunks(200) {
-        let writes = chunk
-            .iter()
-            .map(|r| {
-                keys.push((r.collection, r.rkey.clone()));
-                RecordWrite::create(r.collection, Some(&r.rkey), cbor(&r.value))
-            })
-            .collect();
-        store.apply_writes(&did, writes, None)?;
-    }
+    let (did, recs) = seeded_account(&store, 1, size)?;
+    let keys: Vec<(&str, String)> = recs
+        .iter()
+        .map(|r| (r.collection, r.rkey.clone()))
+        .collect();
     let likes: Vec<&str> = keys
         .iter()
         .filter(|k| k.0 == "app.bsky.feed.like")
@@ -161,23 +153,10 @@ fn apply_callers(
     n: usize,
     bodies: &[Vec<u8>],
 ) -> Result<(), Box<dyn std::error::Error>> {
+    let seed: usize = env_number("PROFILE_CALLER_RECORDS").unwrap_or(0);
     let mut dids = Vec::new();
     for c in 0..callers {
-        let did = datagen::store::did(1000 + c as u64);
-        let key = Keypair::from_bytes(
-            Algorithm::K256,
-            &datagen::store::signing_secret(1000 + c as u64),
-        )?;
-        store.create_account(&did, &key)?;
-        let seed: usize = env_number("PROFILE_CALLER_RECORDS").unwrap_or(0);
-        for chunk in datagen::store::records(1000 + c as u64, seed).chunks(200) {
-            let writes = chunk
-                .iter()
-                .map(|r| RecordWrite::create(r.collection, Some(&r.rkey), cbor(&r.value)))
-                .collect();
-            store.apply_writes(&did, writes, None)?;
-        }
-        dids.push(did);
+        dids.push(seeded_account(store, 1000 + c as u64, seed)?.0);
     }
     // `PROFILE_WARM_OPS`: that many single-caller creates on the first
     // account first (the bench runs callers-1 before callers-10).
@@ -207,6 +186,27 @@ fn apply_callers(
     eprintln!("{:?}", store.caller_plan_stats());
     eprintln!("node position scans: {}", store.node_position_scans());
     Ok(())
+}
+
+/// Creates datagen account `i` and writes its first `n` records, 200 per
+/// applyWrites; returns its DID and the records.
+fn seeded_account(
+    store: &Store,
+    i: u64,
+    n: usize,
+) -> Result<(String, Vec<datagen::store::GenRecord>), Box<dyn std::error::Error>> {
+    let did = datagen::store::did(i);
+    let key = Keypair::from_bytes(Algorithm::K256, &datagen::store::signing_secret(i))?;
+    store.create_account(&did, &key)?;
+    let recs = datagen::store::records(i, n);
+    for chunk in recs.chunks(200) {
+        let writes = chunk
+            .iter()
+            .map(|r| RecordWrite::create(r.collection, Some(&r.rkey), cbor(&r.value)))
+            .collect();
+        store.apply_writes(&did, writes, None)?;
+    }
+    Ok((did, recs))
 }
 
 /// `PROFILE_ABORT`: ends the process right after the measured loop, with
