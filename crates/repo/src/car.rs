@@ -559,13 +559,24 @@ pub fn write_car_vec<'b>(
     roots: &[Cid],
     blocks: impl IntoIterator<Item = (&'b Cid, &'b [u8])>,
 ) -> Vec<u8> {
-    let mut out = encode_header(roots);
+    let mut out = Vec::new();
+    write_car(roots, blocks, &mut out);
+    out
+}
+
+/// Appends a whole CAR to `out` (a caller that knows the size reserves it
+/// first: no reallocation on the way).
+pub fn write_car<'b>(
+    roots: &[Cid],
+    blocks: impl IntoIterator<Item = (&'b Cid, &'b [u8])>,
+    out: &mut Vec<u8>,
+) {
+    out.extend_from_slice(&encode_header(roots));
     for (cid, data) in blocks {
-        varint::write((Cid::BYTE_LEN + data.len()) as u64, &mut out);
+        varint::write((Cid::BYTE_LEN + data.len()) as u64, out);
         out.extend_from_slice(&cid.to_bytes());
         out.extend_from_slice(data);
     }
-    out
 }
 
 #[cfg(test)]

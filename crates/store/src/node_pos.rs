@@ -33,6 +33,9 @@
 //! was is reported missing and the writer plans the commit itself), and
 //! the writer, which sees every commit, corrects the released and moved
 //! rows' positions of a plan it takes ([`NodePositions::correct`]).
+//! A planner keeps the nodes its commit releases (the commit may not
+//! land); the writer forgets them once the commit is written
+//! ([`NodePositions::land`]), so its map holds live nodes only.
 //! Keys are per account because identical subtrees of two accounts (two
 //! imports of one repository, say) are one CID at two positions.
 
@@ -280,6 +283,21 @@ impl NodePositions {
         self.map
             .extend(ops.learned.iter().map(|&(cid, pos)| ((acct, cid), pos)));
     }
+
+    /// Forgets the nodes a commit to account `acct` released, once it is
+    /// written (the writer's transaction; a failed batch clears every
+    /// position anyway). Planners keep them (see `commit_ops`), the writer
+    /// need not: without this its map filled with every node ever
+    /// released, a few per commit, and its lookups spread over megabytes
+    /// of mostly dead entries. A released CID the commit also learned (a
+    /// node that left and came back in one commit) stays.
+    pub(crate) fn land(&mut self, acct: u64, ops: &BlockOps) {
+        for (cid, _) in &ops.released {
+            if !ops.learned.iter().any(|(c, _)| c == cid) {
+                self.map.remove(&(acct, *cid));
+            }
+        }
+    }
 }
 
 /// A [`NodePositions`] shared by the block source that reads and the plan
@@ -386,12 +404,16 @@ mod tests {
                 blocks.put(*cid, bytes.clone());
             }
             mirror.apply(7, &ops);
+            // The mirror is the writer: the commit lands.
+            mirror.land(7, &ops);
             root = c.root;
             assert_eq!(rows, expected(&blocks, root), "rows after commit {step}");
             if step > 0 {
                 for (cid, pos) in &rows {
                     assert_eq!(mirror.get(7, cid), Some(*pos), "mirror after commit {step}");
                 }
+                // Landed commits leave nothing but the live rows noted.
+                assert_eq!(mirror.map.len(), rows.len(), "mirror size after {step}");
             }
         }
         assert!(

@@ -115,22 +115,18 @@ impl BlockSource for SqlBlocks<'_> {
     }
 }
 
-/// Writes one node row at `pos` (a row already there is kept).
-pub(crate) fn put_node(
+/// Writes node rows of `did`, each at its position (a row already there
+/// is kept), through one prepared statement.
+pub(crate) fn put_nodes<'b>(
     conn: &Connection,
     did: &str,
-    pos: i64,
-    cid: &Cid,
     rev: Option<&str>,
-    bytes: &[u8],
+    rows: impl IntoIterator<Item = (i64, &'b Cid, &'b [u8])>,
 ) -> Result<()> {
-    conn.prepare_cached(SQL_PUT_NODE)?.execute(params![
-        did,
-        pos,
-        &cid.to_bytes()[..],
-        rev,
-        bytes
-    ])?;
+    let mut put = conn.prepare_cached(SQL_PUT_NODE)?;
+    for (pos, cid, bytes) in rows {
+        put.execute(params![did, pos, &cid.to_bytes()[..], rev, bytes])?;
+    }
     Ok(())
 }
 
@@ -142,32 +138,34 @@ pub(crate) fn place_nodes(
     ops: &BlockOps,
     positions: &NodePositions,
 ) -> Result<()> {
-    for (cid, pos) in &ops.released {
-        let c = cid.to_bytes();
-        let n = match pos {
-            Some(p) => conn
-                .prepare_cached(SQL_DEL_NODE)?
-                .execute(params![did, p, &c[..]])?,
-            None => 0,
-        };
-        if n == 0 {
-            positions.count_scan();
-            conn.prepare_cached(SQL_DEL_NODE_ANYWHERE)?
-                .execute(params![did, &c[..]])?;
+    if !ops.released.is_empty() {
+        let mut del = conn.prepare_cached(SQL_DEL_NODE)?;
+        for (cid, pos) in &ops.released {
+            let c = cid.to_bytes();
+            let n = match pos {
+                Some(p) => del.execute(params![did, p, &c[..]])?,
+                None => 0,
+            };
+            if n == 0 {
+                positions.count_scan();
+                conn.prepare_cached(SQL_DEL_NODE_ANYWHERE)?
+                    .execute(params![did, &c[..]])?;
+            }
         }
     }
-    for (cid, from, to) in &ops.moved {
-        let c = cid.to_bytes();
-        let n = match from {
-            Some(p) => conn
-                .prepare_cached(SQL_MOVE_NODE)?
-                .execute(params![did, p, &c[..], to])?,
-            None => 0,
-        };
-        if n == 0 {
-            positions.count_scan();
-            conn.prepare_cached(SQL_MOVE_NODE_ANYWHERE)?
-                .execute(params![did, &c[..], to])?;
+    if !ops.moved.is_empty() {
+        let mut mv = conn.prepare_cached(SQL_MOVE_NODE)?;
+        for (cid, from, to) in &ops.moved {
+            let c = cid.to_bytes();
+            let n = match from {
+                Some(p) => mv.execute(params![did, p, &c[..], to])?,
+                None => 0,
+            };
+            if n == 0 {
+                positions.count_scan();
+                conn.prepare_cached(SQL_MOVE_NODE_ANYWHERE)?
+                    .execute(params![did, &c[..], to])?;
+            }
         }
     }
     Ok(())

@@ -2,6 +2,7 @@
 //! checks, the lazy MST update, the covering proof, the signed commit.
 
 use repo::Cid;
+use repo::car::write_car;
 use repo::commit::UnsignedCommit;
 use repo::crypto::Keypair;
 use repo::mst::{BlockSource, Mst, NodeCache, WriteOp};
@@ -26,7 +27,11 @@ pub(crate) struct Plan {
     pub result: repo::mst::WriteResult,
     /// Where the new nodes go, and the released and moved ones.
     pub blocks: BlockOps,
-    pub proof_blocks: Vec<(Cid, Vec<u8>)>,
+    /// The `#commit` event's CAR: the commit block, the new records, the
+    /// new MST nodes and the rest of the covering proof. Built here, on
+    /// the planner's thread, so the writer (the serial part) only copies
+    /// it into the frame.
+    pub car: Vec<u8>,
     pub rev: String,
     pub commit: (Cid, Vec<u8>),
 }
@@ -190,13 +195,43 @@ fn plan_inner<S: BlockSource>(
         &result.commit.new_blocks,
         &result.commit.removed,
     );
+    let commit = signed.to_block();
+    let car = commit_car(&commit, writes, &result.commit.new_blocks, &proof_blocks);
     Ok(Plan {
         base_commit: root.commit,
         base_rev: root.rev.clone(),
         result,
         blocks,
-        proof_blocks,
+        car,
         rev,
-        commit: signed.to_block(),
+        commit,
     })
+}
+
+/// The `#commit` CAR (root: the commit), written into one buffer sized
+/// up front.
+fn commit_car(
+    commit: &(Cid, Vec<u8>),
+    writes: &[Prepared],
+    nodes: &[(Cid, Vec<u8>)],
+    proof: &[(Cid, Vec<u8>)],
+) -> Vec<u8> {
+    let records = writes.iter().filter_map(|w| w.block.as_ref());
+    let blocks = std::iter::once(commit)
+        .chain(records)
+        .chain(nodes)
+        .chain(proof);
+    // Per block: a length varint (at most 10 bytes), the CID, the bytes.
+    let size = 64
+        + blocks
+            .clone()
+            .map(|(_, b)| 10 + Cid::BYTE_LEN + b.len())
+            .sum::<usize>();
+    let mut car = Vec::with_capacity(size);
+    write_car(
+        &[commit.0],
+        blocks.map(|(c, b)| (c, b.as_slice())),
+        &mut car,
+    );
+    car
 }

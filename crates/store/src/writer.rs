@@ -16,12 +16,12 @@ use repo::crypto::{Algorithm, Keypair};
 use repo::firehose::{Action, CommitEvent, Frame, RepoOp, SyncEvent};
 use repo::mst::{MemoryBlockStore, Mst, NodeCache};
 use repo::syntax::{Tid, TidGenerator};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{CachedStatement, Connection, OptionalExtension, params};
 
 use crate::cid_cache::CidCache;
 use crate::error::{Result, StoreError};
 use crate::node_pos::{NodePositions, ROOT_POS, SharedPositions, account_key};
-use crate::node_rows::{SqlBlocks, place_nodes, put_node};
+use crate::node_rows::{SqlBlocks, place_nodes, put_nodes};
 use crate::plan::{Current, Plan, plan_commit};
 use crate::{CommitInfo, WriteAction, WriteOutcome};
 
@@ -98,6 +98,31 @@ const SQL_PUT_COMMIT: &str = "INSERT INTO commits (did, rev, cid, seq) VALUES (?
 const SQL_PUT_EVENT: &str =
     "INSERT INTO seq_events (seq, did, kind, payload) VALUES (?1, ?2, ?3, ?4)";
 
+/// A cached statement taken from the connection's cache on first use.
+struct LazyStatement<'c> {
+    conn: &'c Connection,
+    sql: &'static str,
+    statement: Option<CachedStatement<'c>>,
+}
+
+impl<'c> LazyStatement<'c> {
+    fn new(conn: &'c Connection, sql: &'static str) -> Self {
+        LazyStatement {
+            conn,
+            sql,
+            statement: None,
+        }
+    }
+
+    fn get(&mut self) -> Result<&mut CachedStatement<'c>> {
+        let statement = match self.statement.take() {
+            Some(st) => st,
+            None => self.conn.prepare_cached(self.sql)?,
+        };
+        Ok(self.statement.insert(statement))
+    }
+}
+
 pub(crate) fn cid_from_sql(bytes: &[u8]) -> Result<Cid> {
     Cid::from_bytes(bytes).map_err(|e| StoreError::Corrupt(format!("stored CID: {e}")))
 }
@@ -117,11 +142,15 @@ pub(crate) fn frame_header(kind: &str) -> Vec<u8> {
 /// The DAG-CBOR body of a frame (the frame minus its header).
 pub(crate) fn frame_body(frame: &Frame<'_>, kind: &str) -> Result<Vec<u8>> {
     let bytes = frame.to_vec();
-    let header = frame_header(kind);
-    match bytes.strip_prefix(header.as_slice()) {
-        Some(body) => Ok(body.to_vec()),
-        None => Err(StoreError::Corrupt("frame header mismatch".into())),
-    }
+    frame_body_of(&bytes, kind).map(<[u8]>::to_vec)
+}
+
+/// The body of the encoded frame `bytes` of kind `kind` (its bytes after
+/// the header).
+pub(crate) fn frame_body_of<'b>(bytes: &'b [u8], kind: &str) -> Result<&'b [u8]> {
+    bytes
+        .strip_prefix(frame_header(kind).as_slice())
+        .ok_or_else(|| StoreError::Corrupt("frame header mismatch".into()))
 }
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` for now.
@@ -273,9 +302,14 @@ impl Writer {
         let rev_tid = Tid::parse(&rev)?;
         let signed = UnsignedCommit::new(did, c.root, rev_tid).sign(&key);
         let (ccid, cbytes) = signed.to_block();
-        for (cid, bytes) in &c.new_blocks {
-            put_node(&self.conn, did, ROOT_POS, cid, Some(&rev), bytes)?;
-        }
+        put_nodes(
+            &self.conn,
+            did,
+            Some(&rev),
+            c.new_blocks
+                .iter()
+                .map(|(cid, b)| (ROOT_POS, cid, b.as_slice())),
+        )?;
         self.conn
             .prepare_cached(
                 "INSERT INTO repo_root (did, commit_cid, rev, data_cid, signing_key, commit_bytes) \
@@ -375,7 +409,7 @@ impl Writer {
         let Plan {
             result,
             blocks,
-            proof_blocks,
+            car,
             rev,
             commit: (ccid, cbytes),
             ..
@@ -383,45 +417,64 @@ impl Writer {
         let current = &result.previous;
         self.touch(did);
         // Blocks in, each at its position.
-        for ((cid, bytes), pos) in result.commit.new_blocks.iter().zip(&blocks.put) {
-            put_node(&self.conn, did, *pos, cid, Some(&rev), bytes)?;
-        }
+        put_nodes(
+            &self.conn,
+            did,
+            Some(&rev),
+            (result.commit.new_blocks.iter().zip(&blocks.put))
+                .map(|((cid, b), pos)| (*pos, cid, b.as_slice())),
+        )?;
         // Records (index row and block bytes together) and blob references.
         {
-            let mut up = self.conn.prepare_cached(SQL_UPSERT_RECORD)?;
-            let mut del = self.conn.prepare_cached(SQL_DEL_RECORD)?;
-            let mut demote = self.conn.prepare_cached(SQL_DEMOTE_NEXT)?;
-            let mut promote = self.conn.prepare_cached(SQL_PROMOTE_FIRST)?;
-            let mut del_rb = self.conn.prepare_cached(SQL_DEL_RECORD_BLOBS)?;
-            let mut put_rb = self.conn.prepare_cached(SQL_PUT_RECORD_BLOB)?;
+            // Each statement is taken from the cache once per commit, and
+            // only if a write needs it.
+            let conn = &self.conn;
+            let mut up = LazyStatement::new(conn, SQL_UPSERT_RECORD);
+            let mut del = LazyStatement::new(conn, SQL_DEL_RECORD);
+            let mut demote = LazyStatement::new(conn, SQL_DEMOTE_NEXT);
+            let mut promote = LazyStatement::new(conn, SQL_PROMOTE_FIRST);
+            let mut del_rb = LazyStatement::new(conn, SQL_DEL_RECORD_BLOBS);
+            let mut put_rb = LazyStatement::new(conn, SQL_PUT_RECORD_BLOB);
             for (w, cur) in writes.iter().zip(current) {
                 if cur.is_some() {
-                    del_rb.execute(params![did, w.path])?;
+                    del_rb.get()?.execute(params![did, w.path])?;
                 }
                 let new_cid = w.block.as_ref().map(|b| b.0);
                 match &w.block {
                     Some((cid, bytes)) => {
                         let c = cid.to_bytes();
-                        up.execute(params![did, w.collection, w.rkey, &c[..], rev, bytes])?;
-                        demote.execute(params![did, &c[..], w.collection, w.rkey])?;
+                        up.get()?.execute(params![
+                            did,
+                            w.collection,
+                            w.rkey,
+                            &c[..],
+                            rev,
+                            bytes
+                        ])?;
+                        demote
+                            .get()?
+                            .execute(params![did, &c[..], w.collection, w.rkey])?;
                         for b in &w.blobs {
-                            put_rb.execute(params![did, &b.to_bytes()[..], w.path])?;
+                            put_rb
+                                .get()?
+                                .execute(params![did, &b.to_bytes()[..], w.path])?;
                         }
                     }
                     None => {
-                        del.execute(params![did, w.collection, w.rkey])?;
+                        del.get()?.execute(params![did, w.collection, w.rkey])?;
                     }
                 }
                 if let Some(old) = cur
                     && new_cid != Some(*old)
                 {
-                    promote.execute(params![did, &old.to_bytes()[..]])?;
+                    promote.get()?.execute(params![did, &old.to_bytes()[..]])?;
                 }
             }
         }
         // Blocks out: the replaced MST nodes (the previous commit block is
         // overwritten in `repo_root`); unchanged nodes that changed place.
         place_nodes(&self.conn, did, &blocks, &self.positions.borrow())?;
+        self.positions.borrow_mut().land(account_key(did), &blocks);
         self.conn.prepare_cached(SQL_MOVE_ROOT)?.execute(params![
             did,
             &ccid.to_bytes()[..],
@@ -430,23 +483,9 @@ impl Writer {
             cbytes
         ])?;
 
-        // The #commit event: commit block, new records, new MST nodes and
-        // the rest of the covering proof.
+        // The #commit event, around the plan's CAR (commit block, new
+        // records, new MST nodes and the rest of the covering proof).
         let seq = self.next_seq;
-        let mut car_blocks: Vec<(&Cid, &[u8])> = Vec::new();
-        car_blocks.push((&ccid, &cbytes));
-        for w in writes {
-            if let Some((cid, bytes)) = &w.block {
-                car_blocks.push((cid, bytes));
-            }
-        }
-        for (cid, bytes) in &result.commit.new_blocks {
-            car_blocks.push((cid, bytes));
-        }
-        for (cid, bytes) in &proof_blocks {
-            car_blocks.push((cid, bytes));
-        }
-        let car = write_car_vec(&[ccid], car_blocks);
         let mut results = Vec::with_capacity(writes.len());
         let mut repo_ops = Vec::with_capacity(writes.len());
         for (w, cur) in writes.iter().zip(current) {
@@ -481,8 +520,9 @@ impl Writer {
             prev_data: Some(root.data),
             time: &time,
         });
-        let body = frame_body(&frame, "#commit")?;
-        self.put_event(did, "#commit", &body)?;
+        let mut bytes = Vec::with_capacity(car.len() + 512 + 128 * writes.len());
+        frame.encode(&mut bytes);
+        self.put_event(did, "#commit", frame_body_of(&bytes, "#commit")?)?;
         self.conn.prepare_cached(SQL_PUT_COMMIT)?.execute(params![
             did,
             rev,
@@ -520,11 +560,14 @@ impl Writer {
             &imp.blocks,
             &[],
         );
-        for ((cid, bytes), pos) in imp.blocks.iter().zip(&placed.put) {
-            if *cid != imp.commit {
-                put_node(&self.conn, did, *pos, cid, Some(&imp.rev), bytes)?;
-            }
-        }
+        put_nodes(
+            &self.conn,
+            did,
+            Some(&imp.rev),
+            (imp.blocks.iter().zip(&placed.put))
+                .filter(|((cid, _), _)| *cid != imp.commit)
+                .map(|((cid, b), pos)| (*pos, cid, b.as_slice())),
+        )?;
         {
             let mut up = self.conn.prepare_cached(SQL_UPSERT_RECORD)?;
             // MST order is not `(collection, rkey)` order, so the write
