@@ -166,6 +166,13 @@ impl CidCache {
         if miss.account.epoch.load(Ordering::Acquire) != miss.epoch {
             return;
         }
+        self.put(miss, did, collection, rkey, cid);
+    }
+
+    /// [`insert`](Self::insert) past its epoch check: the entry goes in
+    /// with the miss's epoch, which may be stale by now (a commit between
+    /// the check and the shard's lock), so it is never served then.
+    fn put(&self, miss: Miss, did: &str, collection: &str, rkey: &str, cid: Option<Cid>) {
         let kh = self.key_hash(did, collection, rkey);
         let mut shard = self.shard(kh).lock().unwrap_or_else(|p| p.into_inner());
         if shard.len >= SHARD_CAP {
@@ -259,23 +266,8 @@ mod tests {
         let Err(miss) = c.get("did:plc:a", "a.b.c", "k") else {
             panic!("empty cache hit");
         };
-        let epoch = miss.epoch;
-        let account = miss.account.clone();
         c.invalidate(["did:plc:a"]);
-        let kh = c.key_hash("did:plc:a", "a.b.c", "k");
-        c.shard(kh)
-            .lock()
-            .unwrap()
-            .buckets
-            .entry(kh)
-            .or_default()
-            .push(Entry {
-                account,
-                collection: "a.b.c".into(),
-                rkey: "k".into(),
-                cid: Some(old),
-                epoch,
-            });
+        c.put(miss, "did:plc:a", "a.b.c", "k", Some(old));
         assert!(c.get("did:plc:a", "a.b.c", "k").is_err());
     }
 
