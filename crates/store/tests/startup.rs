@@ -181,14 +181,7 @@ fn v6_migration_keeps_a_store_with_a_bad_node_open() {
     let (did, _) = seeded_store(&path, 300);
     let other = {
         let store = Store::open(&path, Config::default()).unwrap();
-        let other = datagen::store::did(9);
-        store.create_account(&other, &keypair(9)).unwrap();
-        for r in datagen::store::records(9, 200) {
-            store
-                .create_record(&other, r.collection, Some(&r.rkey), cbor(&r.value), None)
-                .unwrap();
-        }
-        other
+        seeded_account(&store, 9, 200).0
     };
     {
         let conn = rusqlite::Connection::open(&path).unwrap();

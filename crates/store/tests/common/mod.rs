@@ -71,9 +71,16 @@ pub fn verify_all_events(store: &Store) -> (usize, usize) {
 /// account's DID and the rev of its last commit.
 pub fn seeded_store(path: &std::path::Path, n: usize) -> (String, String) {
     let store = Store::open(path, Config::default()).unwrap();
-    let did = accounts(&store, 1).remove(0);
+    seeded_account(&store, 0, n)
+}
+
+/// Creates account `i` in `store` and writes datagen's first `n` records
+/// for it; returns its DID and the rev of its last commit.
+pub fn seeded_account(store: &Store, i: u64, n: usize) -> (String, String) {
+    let did = datagen::store::did(i);
+    store.create_account(&did, &keypair(i)).unwrap();
     let mut rev = String::new();
-    for r in datagen::store::records(0, n) {
+    for r in datagen::store::records(i, n) {
         rev = store
             .create_record(&did, r.collection, Some(&r.rkey), cbor(&r.value), None)
             .unwrap()
