@@ -144,6 +144,9 @@ pub(crate) struct NodePositions {
     map: HashMap<(u64, Cid), i64, CidBuildHasher>,
     capacity: usize,
     scans: Arc<AtomicU64>,
+    /// The most positions held right after an [`apply`](Self::apply).
+    #[cfg(test)]
+    peak: usize,
 }
 
 impl NodePositions {
@@ -153,7 +156,21 @@ impl NodePositions {
             map: HashMap::default(),
             capacity,
             scans,
+            #[cfg(test)]
+            peak: 0,
         }
+    }
+
+    /// Changes the bound (tests of the owner's bounding).
+    #[cfg(test)]
+    pub(crate) fn set_capacity(&mut self, capacity: usize) {
+        self.capacity = capacity;
+    }
+
+    /// The most positions held right after an [`apply`](Self::apply).
+    #[cfg(test)]
+    pub(crate) fn peak(&self) -> usize {
+        self.peak
     }
 
     /// Where `cid`'s row is in account `acct` ([`account_key`]), if known.
@@ -282,6 +299,10 @@ impl NodePositions {
     pub(crate) fn apply(&mut self, acct: u64, ops: &BlockOps) {
         self.map
             .extend(ops.learned.iter().map(|&(cid, pos)| ((acct, cid), pos)));
+        #[cfg(test)]
+        {
+            self.peak = self.peak.max(self.map.len());
+        }
     }
 
     /// Forgets the nodes a commit to account `acct` released, once it is

@@ -359,6 +359,13 @@ impl Writer {
         let root = self
             .root(did)?
             .ok_or_else(|| StoreError::UnknownAccount(did.to_owned()))?;
+        // Checked before either branch: a caller's plan adds the positions
+        // its walk learned too, so a writer whose commits are all planned
+        // by callers would otherwise grow its map past the bound. A
+        // forgotten position costs one counted scan, never a wrong row.
+        if self.positions.borrow().is_full() {
+            self.forget_nodes();
+        }
         let plan = match plan {
             Some(mut p) if p.base_commit == root.commit && p.base_rev == root.rev => {
                 // The writer sees every commit: its positions are current,
@@ -372,9 +379,6 @@ impl Writer {
             }
             _ => {
                 let key = self.keypair(did, root.key.as_deref())?;
-                if self.positions.borrow().is_full() {
-                    self.forget_nodes();
-                }
                 let cache = std::mem::take(&mut self.cache);
                 let (plan, cache) = plan_commit(
                     SqlBlocks::new(&self.conn, did, root.data, &self.positions),
@@ -620,3 +624,7 @@ impl Writer {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "writer_tests.rs"]
+mod tests;
