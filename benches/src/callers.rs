@@ -8,6 +8,15 @@
 //! with ops/s and p50/p95/p99/max over the measurement phase, which
 //! `scripts/bench_snapshot.py` merges into the snapshot.
 //!
+//! It also records the process's CPU time (every thread's: the callers',
+//! and any a library runs for them, such as a store's writer and
+//! checkpointer threads) from the callers' common start to their common
+//! end, per operation. That is what says how far concurrency can take a
+//! rate on this machine: with `c` cores the rate cannot pass
+//! `c / cpu_per_op`, so a curve that flattens with cores to spare is
+//! waiting, and one whose CPU per operation grows with callers pays for
+//! its hand-offs.
+//!
 //! Criterion's warm-up calls the routine with doubling iteration counts and
 //! its measurement with linearly increasing ones, starting below the last
 //! warm-up count; the runner therefore clears its histogram whenever the
@@ -43,12 +52,49 @@ pub struct LatencySummary {
     pub p99_ns: u64,
     /// Slowest operation.
     pub max_ns: u64,
+    /// Process CPU time per operation (all threads), when the platform
+    /// reports it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_ns_per_op: Option<f64>,
 }
 
 struct Accumulator {
     histogram: Histogram<u64>,
     wall: Duration,
+    /// `None` once any batch could not read the process's CPU time.
+    cpu: Option<Duration>,
     last_iters: u64,
+}
+
+/// What one batch measured.
+struct Batch {
+    histogram: Histogram<u64>,
+    wall: Duration,
+    cpu: Option<Duration>,
+}
+
+/// CPU time consumed so far by every thread of this process.
+#[cfg(unix)]
+fn process_cpu_time() -> Option<Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a
+    // constant the platform defines.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return None;
+    }
+    Some(Duration::new(
+        u64::try_from(ts.tv_sec).ok()?,
+        u32::try_from(ts.tv_nsec).ok()?,
+    ))
+}
+
+#[cfg(not(unix))]
+fn process_cpu_time() -> Option<Duration> {
+    None
 }
 
 fn new_histogram() -> Histogram<u64> {
@@ -82,21 +128,24 @@ where
     let acc = Mutex::new(Accumulator {
         histogram: new_histogram(),
         wall: Duration::ZERO,
+        cpu: Some(Duration::ZERO),
         last_iters: 0,
     });
     group.throughput(Throughput::Elements(1));
     group.bench(implementation, tier, |b| {
         b.iter_custom(|iters| {
-            let (histogram, wall) = run_batch(iters, callers, &make_op);
+            let batch = run_batch(iters, callers, &make_op);
             let mut acc = acc.lock().unwrap_or_else(|p| p.into_inner());
             if iters < acc.last_iters {
                 acc.histogram.reset();
                 acc.wall = Duration::ZERO;
+                acc.cpu = Some(Duration::ZERO);
             }
             acc.last_iters = iters;
-            acc.wall += wall;
-            let _ = acc.histogram.add(&histogram);
-            wall
+            acc.wall += batch.wall;
+            acc.cpu = acc.cpu.zip(batch.cpu).map(|(a, b)| a + b);
+            let _ = acc.histogram.add(&batch.histogram);
+            batch.wall
         })
     });
     let acc = acc.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -115,9 +164,13 @@ where
         p95_ns: h.value_at_quantile(0.95),
         p99_ns: h.value_at_quantile(0.99),
         max_ns: h.max(),
+        cpu_ns_per_op: acc.cpu.map(|c| c.as_nanos() as f64 / h.len() as f64),
     };
+    let cpu = summary
+        .cpu_ns_per_op
+        .map_or(String::new(), |c| format!(", CPU {c:.0} ns/op"));
     eprintln!(
-        "atbench: {id}: {:.0} ops/s, p50 {} ns, p95 {} ns, p99 {} ns, max {} ns",
+        "atbench: {id}: {:.0} ops/s, p50 {} ns, p95 {} ns, p99 {} ns, max {} ns{cpu}",
         summary.ops_per_sec, summary.p50_ns, summary.p95_ns, summary.p99_ns, summary.max_ns
     );
     match serde_json::to_value(&summary) {
@@ -128,25 +181,33 @@ where
 }
 
 /// One batch of `iters` operations split across `callers` threads; returns
-/// the merged latencies and the wall time from the common start to the last
-/// caller's end.
-fn run_batch<F, Op>(iters: u64, callers: usize, make_op: &F) -> (Histogram<u64>, Duration)
+/// the merged latencies, the wall time from the common start to the last
+/// caller's end, and the process's CPU time between the barriers that
+/// start and end the callers together (read by caller 0, so no caller's
+/// set-up in `make_op` is counted).
+fn run_batch<F, Op>(iters: u64, callers: usize, make_op: &F) -> Batch
 where
     F: Fn(usize) -> Op + Sync,
     Op: FnMut(u64),
 {
     let barrier = Barrier::new(callers);
+    let finish = Barrier::new(callers);
     let per_caller = iters / callers as u64;
     let extra = iters % callers as u64;
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..callers)
             .map(|caller| {
-                let barrier = &barrier;
+                let (barrier, finish) = (&barrier, &finish);
                 let count = per_caller + u64::from((caller as u64) < extra);
                 scope.spawn(move || {
                     let mut op = make_op(caller);
                     let mut histogram = new_histogram();
                     barrier.wait();
+                    let cpu_start = if caller == 0 {
+                        process_cpu_time()
+                    } else {
+                        None
+                    };
                     // Each caller stamps its own start: a coordinating thread
                     // that is descheduled past the barrier could stamp after
                     // the callers had finished, giving a zero wall time.
@@ -156,15 +217,24 @@ where
                         op(i);
                         histogram.saturating_record(start.elapsed().as_nanos() as u64);
                     }
-                    (histogram, started, Instant::now())
+                    let done = Instant::now();
+                    finish.wait();
+                    let cpu = cpu_start
+                        .zip(process_cpu_time())
+                        .map(|(a, b)| b.saturating_sub(a));
+                    (histogram, started, done, cpu)
                 })
             })
             .collect();
         let mut merged = new_histogram();
         let mut span: Option<(Instant, Instant)> = None;
-        for handle in handles {
+        let mut cpu = None;
+        for (caller, handle) in handles.into_iter().enumerate() {
             match handle.join() {
-                Ok((histogram, started, done)) => {
+                Ok((histogram, started, done, used)) => {
+                    if caller == 0 {
+                        cpu = used;
+                    }
                     let _ = merged.add(&histogram);
                     span = Some(match span {
                         None => (started, done),
@@ -177,6 +247,10 @@ where
         // The batch's wall time: first caller's start to last caller's end
         // (never zero, which Criterion rejects).
         let wall = span.map_or(Duration::ZERO, |(first, last)| last.duration_since(first));
-        (merged, wall.max(Duration::from_nanos(1)))
+        Batch {
+            histogram: merged,
+            wall: wall.max(Duration::from_nanos(1)),
+            cpu,
+        }
     })
 }

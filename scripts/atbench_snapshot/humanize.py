@@ -57,3 +57,15 @@ def percent(fraction: float | None) -> str:
 def ratio(value: float) -> str:
     """A ratio to the best row, e.g. 3.4127 -> '3.41x'."""
     return f"{value:.2f}x"
+
+
+def cpu_per_op(latency: dict) -> str:
+    """Process CPU time per operation of a latency record, '—' when not recorded."""
+    cpu = latency.get("cpu_ns_per_op")
+    return "—" if cpu is None else duration(cpu)
+
+
+def cores_busy(latency: dict) -> str:
+    """CPU time per second of wall time (cores kept busy on average), '—' when not recorded."""
+    cpu = latency.get("cpu_ns_per_op")
+    return "—" if cpu is None else f"{cpu * latency['ops_per_sec'] / 1e9:.2f}"

@@ -104,13 +104,14 @@ def target_block(results: Results, registry: dict[str, Group], target: str) -> l
             f"`{i}`",
             humanize.count(r["latency"]["ops_per_sec"]),
             *(humanize.duration(r["latency"][f]) for f in ("p50_ns", "p95_ns", "p99_ns")),
+            humanize.cpu_per_op(r["latency"]),
         ]
         for i, r in sorted(mine.items())
         if r.get("latency")
     ]
     if latency_rows:
-        lines += ["Concurrent callers (latency per operation):", ""]
-        lines += table(["id", "ops/s", "p50", "p95", "p99"], latency_rows) + [""]
+        lines += ["Concurrent callers (latency per operation; CPU/op = the process's CPU time per operation):", ""]
+        lines += table(["id", "ops/s", "p50", "p95", "p99", "CPU/op"], latency_rows) + [""]
     other_rows = [
         [f"`{i}`", humanize.duration(r["median_ns"]), _rate(r) or "—"]
         for i, r in sorted(mine.items())

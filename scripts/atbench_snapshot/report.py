@@ -153,13 +153,20 @@ def latency(results: Results) -> list[str]:
     rows = [
         [f"`{i}`", str(r["latency"]["callers"]), str(r["latency"]["ops"]), humanize.count(r["latency"]["ops_per_sec"])]
         + [humanize.duration(r["latency"][f]) for f in ("mean_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns")]
+        + [humanize.cpu_per_op(r["latency"]), humanize.cores_busy(r["latency"])]
         for i, r in results.items()
         if r.get("latency")
     ]
     if not rows:
         return []
-    headers = ["id", "callers", "ops", "ops/s", "mean", "p50", "p95", "p99", "max"]
-    return ["", "## Latency percentiles (concurrent callers)", ""] + table(headers, rows)
+    headers = ["id", "callers", "ops", "ops/s", "mean", "p50", "p95", "p99", "max", "CPU/op", "cores busy"]
+    note = [
+        "",
+        "CPU/op: the process's CPU time (every thread, library threads included) per operation over "
+        "the measurement phase; cores busy = CPU/op x ops/s. On a machine of c cores ops/s cannot pass "
+        "c / (CPU/op).",
+    ]
+    return ["", "## Latency percentiles (concurrent callers)", ""] + table(headers, rows) + note
 
 
 def comparison_tables(results: Results, registry: dict[str, Group]) -> list[str]:

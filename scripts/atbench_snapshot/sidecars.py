@@ -2,7 +2,8 @@
 
 Owns:
   latency  `<target>/atbench/latency/*.json`, one per id:
-           {"id", "callers", "ops", "ops_per_sec", "mean_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns"};
+           {"id", "callers", "ops", "ops_per_sec", "mean_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns"}
+           and optionally "cpu_ns_per_op" (process CPU time per operation, every thread);
            keyed by the `id` field (not the file name) and merged into that id's result.
   context  `<target>/atbench/context/*.json`, each a JSON object whose keys are merged, in file
            name order, into the snapshot's `context` (store PRAGMAs, BENCH_DIR, sha-256 backend...).
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 LATENCY_FIELDS = ("callers", "ops", "ops_per_sec", "mean_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns")
+# Kept when present and a number; older sidecars lack them.
+OPTIONAL_LATENCY_FIELDS = ("cpu_ns_per_op",)
 
 
 def _json_files(directory: Path) -> list[Path]:
@@ -39,7 +42,7 @@ def _is_number(value: Any) -> bool:
 
 
 def read_latency(directory: Path, warnings: list[str]) -> dict[str, dict[str, Any]]:
-    """Latency records keyed by id, each holding exactly LATENCY_FIELDS."""
+    """Latency records keyed by id, each holding LATENCY_FIELDS and any valid OPTIONAL_LATENCY_FIELDS."""
     latency: dict[str, dict[str, Any]] = {}
     for path in _json_files(directory):
         sidecar = _load_object(path, warnings)
@@ -54,7 +57,15 @@ def read_latency(directory: Path, warnings: list[str]) -> dict[str, dict[str, An
         if sidecar["id"] in latency:
             warnings.append(f"latency sidecar {path.name}: second sidecar for {sidecar['id']}; ignored")
             continue
-        latency[sidecar["id"]] = {field: sidecar[field] for field in LATENCY_FIELDS}
+        record = {field: sidecar[field] for field in LATENCY_FIELDS}
+        for field in OPTIONAL_LATENCY_FIELDS:
+            if field not in sidecar:
+                continue
+            if _is_number(sidecar[field]):
+                record[field] = sidecar[field]
+            else:
+                warnings.append(f"latency sidecar {path.name}: invalid {field}; left out")
+        latency[sidecar["id"]] = record
     return latency
 
 

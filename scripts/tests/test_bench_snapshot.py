@@ -332,8 +332,22 @@ class SidecarTest(TempRootCase):
         self.assertTrue(any(w.startswith("latency sidecar broken.json: missing or invalid ops") for w in warnings))
         row = md_row(md_section(latest_md(self.root), "Latency"), "`codec.crc32/table/64B`")
         self.assertEqual(
-            row, "| `codec.crc32/table/64B` | 10 | 100000 | 1.25M | 900 ns | 800 ns | 2.00 µs | 5.10 µs | 90.0 µs |"
+            row,
+            "| `codec.crc32/table/64B` | 10 | 100000 | 1.25M | 900 ns | 800 ns | 2.00 µs | 5.10 µs | 90.0 µs | — | — |",
         )
+
+    def test_cpu_per_op_kept_when_valid(self) -> None:
+        latency_dir = self.root / "target" / "atbench" / "latency"
+        write_json(latency_dir / "a.json", {**self.LATENCY, "cpu_ns_per_op": 1200.0})
+        write_json(latency_dir / "b.json", {**self.LATENCY, "id": "codec.crc32/bitwise/64B", "cpu_ns_per_op": "x"})
+        self.snapshot("run-a", T1)
+        snapshot = snapshot_json(self.root, T1)
+        self.assertEqual(snapshot["results"]["codec.crc32/table/64B"]["latency"]["cpu_ns_per_op"], 1200.0)
+        self.assertNotIn("cpu_ns_per_op", snapshot["results"]["codec.crc32/bitwise/64B"]["latency"])
+        self.assertIn("latency sidecar b.json: invalid cpu_ns_per_op; left out", snapshot["warnings"])
+        row = md_row(md_section(latest_md(self.root), "Latency"), "`codec.crc32/table/64B`")
+        # 1.2 µs of CPU per operation at 1.25M ops/s: 1.50 cores busy.
+        self.assertTrue(row.endswith("| 1.20 µs | 1.50 |"), row)
 
     def test_context_merged(self) -> None:
         context_dir = self.root / "target" / "atbench" / "context"

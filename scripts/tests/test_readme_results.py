@@ -76,7 +76,7 @@ class ReadmeBlocks(unittest.TestCase):
         self.assertIn("(1.02x)", table)
         # Concurrent-caller rows get their percentiles; single-implementation rows a list.
         self.assertIn("| `store.open/ours.nosync` |", text)
-        self.assertIn("| id | ops/s | p50 | p95 | p99 |", text)
+        self.assertIn("| id | ops/s | p50 | p95 | p99 | CPU/op |", text)
         self.assertIn("`store.list_records/ours/", text)
 
     def test_check_passes_when_fresh_and_fails_when_stale(self) -> None:

@@ -6,7 +6,9 @@
 //! also runs two adjacent probes that split the work: `ours.nosig` (every
 //! check except the ECDSA verification) and `k256-only` (that ECDSA
 //! verification alone, on the same frames' digests and keys), so the share
-//! of non-signature work reads straight off one run. `ours` and
+//! of non-signature work reads straight off one run; a third probe,
+//! `car-only`, is the first step of `ours.nosig` alone (the frame's CAR
+//! slice split and every block's hash checked), the floor of that share. `ours` and
 //! `ours.nosig` verify on one reused `repo::firehose::CommitVerifier` (its
 //! scratch space kept from frame to frame, as a firehose consumer runs it;
 //! `verify_commit` is the same checks on a fresh verifier per call).
@@ -264,6 +266,8 @@ fn frames(target: &mut BenchTarget, corpus: &Corpus) {
     let keys = &corpus.keys;
     // Everything verifies before timing; collect the ECDSA inputs.
     let mut ecdsa: Vec<(PublicKey, [u8; 32], Vec<u8>)> = Vec::new();
+    // Each frame's CAR slice, for the `car-only` probe.
+    let mut slices: Vec<(Vec<u8>, usize)> = Vec::new();
     for f in frames {
         let Ok(Frame::Commit(c)) = Frame::decode(f) else {
             panic!("corpus commit frame does not decode");
@@ -280,6 +284,7 @@ fn frames(target: &mut BenchTarget, corpus: &Corpus) {
             "corpus keys are secp256k1"
         );
         ecdsa.push((key, digest, commit.sig.to_vec()));
+        slices.push((c.blocks.to_vec(), car.blocks.len()));
     }
 
     let mut group = target.group("repo.frame_decode");
@@ -329,6 +334,21 @@ fn frames(target: &mut BenchTarget, corpus: &Corpus) {
             key.verify_digest(black_box(digest), sig).is_ok()
         })
     });
+    // The hash floor of `ours.nosig`: the frame's CAR slice split and every
+    // block's hash checked once, as the verifier's first step does (its
+    // re-hash of the inverted tree's edited nodes and all decoding are
+    // not in it).
+    group.bench("car-only", "commit", |b| {
+        b.iter(|| {
+            let (blocks, _) = &slices[i % slices.len()];
+            i += 1;
+            CarSlice::parse(black_box(blocks), true).map_or(0, |car| car.blocks.len())
+        })
+    });
+    for (blocks, n) in &slices {
+        let car = CarSlice::parse(blocks, true).expect("corpus CAR slice verifies");
+        assert_eq!(car.blocks.len(), *n, "car-only: block count");
+    }
     if K256Backend::DEFAULT != K256Backend::RustCrypto {
         group.bench("k256-only.rustcrypto", "commit", |b| {
             b.iter(|| {

@@ -135,6 +135,21 @@ fn blocks(target: &mut BenchTarget) {
             events,
             "decode_block/{tier}"
         );
+        // The floor of `ours`: libzstd's decompression of the same frame
+        // (content checksum verified) into the same reused buffer, without
+        // the column decode.
+        group.bench("zstd-only", tier, |b| {
+            b.iter(|| {
+                zd.decompress_into(black_box(frame), None, &mut body)
+                    .expect("frame decodes");
+                body.len()
+            })
+        });
+        assert_eq!(
+            decode_columns(&body).expect("body decodes").len(),
+            events.len(),
+            "decode_block/zstd-only/{tier}"
+        );
     }
     group.finish();
 }
