@@ -10,8 +10,8 @@
 //!
 //! It also records the process's CPU time (every thread's: the callers',
 //! and any a library runs for them, such as a store's writer and
-//! checkpointer threads) from the callers' common start to their common
-//! end, per operation. That is what says how far concurrency can take a
+//! checkpointer threads) from the callers' common start to the last
+//! caller's end, per operation. That is what says how far concurrency can take a
 //! rate on this machine: with `c` cores the rate cannot pass
 //! `c / cpu_per_op`, so a curve that flattens with cores to spare is
 //! waiting, and one whose CPU per operation grows with callers pays for
@@ -182,22 +182,23 @@ where
 
 /// One batch of `iters` operations split across `callers` threads; returns
 /// the merged latencies, the wall time from the common start to the last
-/// caller's end, and the process's CPU time between the barriers that
-/// start and end the callers together (read by caller 0, so no caller's
-/// set-up in `make_op` is counted).
+/// caller's end, and the process's CPU time from the barrier that starts
+/// the callers together (read by caller 0, so no caller's set-up in
+/// `make_op` is counted) to the last caller's end (each caller reads the
+/// clock after its last operation; the latest reading counts). No barrier
+/// ends the callers, so a caller's panic still reaches the join below.
 fn run_batch<F, Op>(iters: u64, callers: usize, make_op: &F) -> Batch
 where
     F: Fn(usize) -> Op + Sync,
     Op: FnMut(u64),
 {
     let barrier = Barrier::new(callers);
-    let finish = Barrier::new(callers);
     let per_caller = iters / callers as u64;
     let extra = iters % callers as u64;
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..callers)
             .map(|caller| {
-                let (barrier, finish) = (&barrier, &finish);
+                let barrier = &barrier;
                 let count = per_caller + u64::from((caller as u64) < extra);
                 scope.spawn(move || {
                     let mut op = make_op(caller);
@@ -218,23 +219,23 @@ where
                         histogram.saturating_record(start.elapsed().as_nanos() as u64);
                     }
                     let done = Instant::now();
-                    finish.wait();
-                    let cpu = cpu_start
-                        .zip(process_cpu_time())
-                        .map(|(a, b)| b.saturating_sub(a));
-                    (histogram, started, done, cpu)
+                    (histogram, started, done, cpu_start, process_cpu_time())
                 })
             })
             .collect();
         let mut merged = new_histogram();
         let mut span: Option<(Instant, Instant)> = None;
-        let mut cpu = None;
+        // CPU clock readings: caller 0's at the start, the latest at an end;
+        // `None` as soon as any reading failed.
+        let mut cpu_start = None;
+        let mut cpu_end = Some(Duration::ZERO);
         for (caller, handle) in handles.into_iter().enumerate() {
             match handle.join() {
-                Ok((histogram, started, done, used)) => {
+                Ok((histogram, started, done, start_reading, end_reading)) => {
                     if caller == 0 {
-                        cpu = used;
+                        cpu_start = start_reading;
                     }
+                    cpu_end = cpu_end.zip(end_reading).map(|(a, b)| a.max(b));
                     let _ = merged.add(&histogram);
                     span = Some(match span {
                         None => (started, done),
@@ -250,7 +251,7 @@ where
         Batch {
             histogram: merged,
             wall: wall.max(Duration::from_nanos(1)),
-            cpu,
+            cpu: cpu_start.zip(cpu_end).map(|(a, b)| b.saturating_sub(a)),
         }
     })
 }
