@@ -39,13 +39,9 @@ fn caller_plans_keep_the_writers_positions_bounded() {
             let store = &store;
             s.spawn(move || {
                 for i in 0..COMMITS {
-                    let record = repo::cbor::to_vec(
-                        &repo::cbor::json::from_json_value(&serde_json::json!({
-                            "$type": "app.bsky.feed.post",
-                            "text": format!("post {i}"),
-                            "createdAt": "2026-12-01T00:00:00.000Z",
-                        }))
-                        .expect("record"),
+                    let record = datagen::segment::post_record(
+                        &format!("post {i}"),
+                        "2026-12-01T00:00:00.000Z",
                     );
                     store
                         .create_record(did, "app.bsky.feed.post", None, record, None)
