@@ -6,6 +6,7 @@
 //! | concept | module | entry points |
 //! |---|---|---|
 //! | JSON DOM <-> protobuf | [`value`] | [`struct_to_json`], [`json_to_struct`] (borrow + clone), [`json_into_struct`] (consume + move), [`json_to_prost_value`], `_checked` variants |
+//! | many rows at once | [`batch`] | [`json_to_structs`], [`json_into_structs`] (looks ahead) |
 //! | JSON text <-> protobuf | [`text`] | [`struct_from_json_str`], [`struct_from_json_str_into`] (reuse), [`write_struct_json`] |
 //! | dispatch lines | [`dispatch`] | [`parse_sql_dispatch`], [`parse_object_dispatch`], [`parse_rest_dispatch`], [`object_bytes_from_json`] |
 //! | BLOB cells | [`cell`] | [`base64_cell`] |
@@ -34,6 +35,7 @@
 //!
 //! All base64 goes through the `codec` crate.
 
+pub mod batch;
 pub mod cell;
 pub mod context;
 pub mod dispatch;
@@ -46,6 +48,7 @@ pub mod value;
 #[doc(hidden)]
 pub mod bench_internals;
 
+pub use batch::{json_into_structs, json_to_structs};
 pub use cell::{BASE64_CELL_PREFIX, base64_cell, base64_cell_bytes, base64_cell_into};
 pub use context::{Consistency, Context, merge_context};
 pub use dispatch::{

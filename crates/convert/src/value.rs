@@ -18,7 +18,8 @@
 //! nodes and array buffers together before it walks them (`prefetch`);
 //! it changes no result. The borrowing paths do not: their key and string
 //! copies already overlap those misses, and prefetching there did not
-//! measure faster on the bench batch (AMD EPYC).
+//! measure faster on the bench batch (AMD EPYC). For a batch of objects,
+//! [`crate::batch`] also starts the loads of the objects that come next.
 //!
 //! # Numbers
 //!
@@ -219,7 +220,7 @@ fn value_copied(v: &serde_json::Value) -> Value {
     Value { kind: Some(kind) }
 }
 
-fn struct_copied(map: &Map<String, serde_json::Value>) -> Struct {
+pub(crate) fn struct_copied(map: &Map<String, serde_json::Value>) -> Struct {
     let entry = |(key, v): (&String, _)| (key.clone(), value_copied(v));
     if map.len() >= BULK_MIN {
         return Struct {
@@ -273,7 +274,7 @@ fn prefetch_json_children(map: &Map<String, serde_json::Value>) {
     }
 }
 
-fn struct_moved(map: Map<String, serde_json::Value>) -> Struct {
+pub(crate) fn struct_moved(map: Map<String, serde_json::Value>) -> Struct {
     prefetch_json_children(&map);
     let entry = |(key, v)| (key, value_moved(v));
     if map.len() >= BULK_MIN {

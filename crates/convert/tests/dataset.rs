@@ -1,7 +1,8 @@
 //! The conversions on the whole datagen bench sample (8000 records, 8000
 //! SQL, 4000 object and 4000 REST lines): the two write paths agree, the
 //! text and DOM paths agree, reads round-trip, every dispatch line parses,
-//! and the clone-body baseline returns the same requests.
+//! the batch write paths give the per-record Structs, and the clone-body
+//! baseline returns the same requests.
 
 use convert::prost_types::Struct;
 use datagen::hotpath::{Sample, SampleSizes};
@@ -48,6 +49,14 @@ fn clone_and_move_write_paths_are_identical_on_the_sample() {
         assert_eq!(v, convert::json_into_prost_value(dom.clone()));
         assert_eq!(convert::prost_value_to_json(&v), dom);
     }
+}
+
+#[test]
+fn batch_write_paths_equal_the_per_record_ones_on_the_sample() {
+    let maps: Vec<Map<String, Value>> = sample().records.iter().map(|l| object(l)).collect();
+    let one_by_one: Vec<Struct> = maps.iter().map(convert::json_to_struct).collect();
+    assert_eq!(convert::json_to_structs(&maps), one_by_one);
+    assert_eq!(convert::json_into_structs(maps), one_by_one);
 }
 
 #[test]

@@ -83,6 +83,13 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
+    fn batch_write_paths_agree(maps in proptest::collection::vec(json_object(), 0..12)) {
+        let one_by_one: Vec<_> = maps.iter().map(convert::json_to_struct).collect();
+        prop_assert_eq!(&convert::json_to_structs(&maps), &one_by_one);
+        prop_assert_eq!(&convert::json_into_structs(maps), &one_by_one);
+    }
+
+    #[test]
     fn write_paths_agree(map in json_object()) {
         let cloned = convert::json_to_struct(&map);
         prop_assert_eq!(&cloned, &convert::json_into_struct(map.clone()));
