@@ -208,12 +208,9 @@ fn json_to_struct(
         cloned == moved,
         "json_to_struct clone and move outputs differ"
     );
+    let per_record: Vec<Struct> = records.iter().map(::convert::json_to_struct).collect();
     assert!(
-        cloned.iter().eq(records
-            .iter()
-            .map(::convert::json_to_struct)
-            .collect::<Vec<_>>()
-            .iter()),
+        cloned == per_record,
         "the batch conversion differs from the per-record one"
     );
 }
