@@ -82,6 +82,10 @@ fn main() {
                 kept.push(o);
             }
             warm[i].push(total);
+            if round == 0 {
+                let slices = kept.iter().flat_map(|(out, _)| out);
+                assert!(slices.eq(&expected), "{name}: warm-slice output differs");
+            }
             drop(black_box(kept));
         }
     }

@@ -11,8 +11,8 @@
 //! It also records the process's CPU time (every thread's: the callers',
 //! and any a library runs for them, such as a store's writer and
 //! checkpointer threads) from the callers' common start to the last
-//! caller's end, per operation. That is what says how far concurrency can take a
-//! rate on this machine: with `c` cores the rate cannot pass
+//! caller's end, per operation. That is what says how far concurrency can
+//! take a rate on this machine: with `c` cores the rate cannot pass
 //! `c / cpu_per_op`, so a curve that flattens with cores to spare is
 //! waiting, and one whose CPU per operation grows with callers pays for
 //! its hand-offs.

@@ -137,7 +137,7 @@ mod tests {
     }
 
     #[test]
-    fn empty_and_scalar_only_objects_pass() {
+    fn empty_objects_pass_among_full_ones() {
         let maps = vec![Map::new(), objects(1).remove(0), Map::new()];
         let expected: Vec<Struct> = maps.iter().map(crate::json_to_struct).collect();
         assert_eq!(json_into_structs(maps), expected);
