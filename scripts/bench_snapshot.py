@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
 """Snapshot the benchmark results into bench-history/ (entry point).
 
-    python3 scripts/bench_snapshot.py --label "what changed" [--tag vX.Y.Z] [--against-tag vX.Y.Z]
-        [--noise-floor 5] [--root DIR] [--target-dir DIR] [--criterion-dir DIR]
-        [--history-dir DIR] [--units FILE] [--now 2026-11-30T20:00:00Z]
+    python3 scripts/bench_snapshot.py --label "what changed" [--tag vX.Y.Z]
+        [--against-tag vX.Y.Z | --baseline FILE] [--noise-floor 5] [--root DIR]
+        [--target-dir DIR] [--criterion-dir DIR] [--history-dir DIR] [--units FILE]
+        [--now 2026-11-30T20:00:00Z]
 
 Reads Criterion 0.8.2's output (<target>/criterion/**/new/{benchmark,estimates}.json), the
 harness sidecars (<target>/atbench/latency/*.json, <target>/atbench/context/*.json),
 benches/units.toml, bench-history/renames.json and data/MANIFEST.json, and writes
 bench-history/bench-<UTC>.json, bench-history/bench-<UTC>.md and bench-history/latest.md, and
 regenerates the result tables of README.md (scripts/readme_results.py) when it has them.
+
+The baseline is the newest earlier snapshot from the same machine (atbench_snapshot/machine.py:
+CPU model, cores, code-path CPU features, rustc, calibration medians within 10 %). With none,
+latest.md says so in its first lines, names the newest snapshot and how its machine differs,
+and gives no verdicts. `--against-tag` or `--baseline` choose a baseline by hand; a machine
+difference is then printed above the verdicts.
 <target> is --target-dir, else $CARGO_TARGET_DIR, else <root>/target.
 
 This file owns the command line and the assembly of a snapshot; the work is in the
@@ -29,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from atbench_snapshot import environment, history, readme, registry, report, sidecars
+from atbench_snapshot import environment, history, machine, readme, registry, report, sidecars
 from atbench_snapshot.compare import DEFAULT_NOISE_FLOOR, compare
 from atbench_snapshot.criterion import CriterionError, read_criterion_dir
 
@@ -64,8 +71,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="bench_snapshot.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--label", required=True, help="what changed since the last snapshot")
     parser.add_argument("--tag", type=_tag, help="mark this snapshot as the release baseline vX.Y.Z")
-    parser.add_argument(
+    by_hand = parser.add_mutually_exclusive_group()
+    by_hand.add_argument(
         "--against-tag", type=_tag, help="diff against the snapshot tagged vX.Y.Z instead of the previous one"
+    )
+    by_hand.add_argument(
+        "--baseline", type=Path, help="diff against this snapshot file (by hand, whatever its machine)"
     )
     parser.add_argument(
         "--noise-floor",
@@ -100,25 +111,40 @@ def _merge_latency(results: dict[str, dict[str, Any]], latency: dict[str, dict[s
         warnings.append(f"latency sidecars without a Criterion result (ignored): {', '.join(orphans)}")
 
 
-def _baseline(args: argparse.Namespace, history_dir: Path, file_stamp: str) -> report.Baseline | None:
-    if args.against_tag:
-        path = history.tagged_snapshot(history_dir, args.against_tag)
+def _baseline(
+    args: argparse.Namespace, history_dir: Path, file_stamp: str, fingerprint: dict[str, Any]
+) -> tuple[report.Baseline | None, report.Withheld | None]:
+    """The baseline (or None) and, when verdicts are withheld, why."""
+    if args.against_tag or args.baseline:
+        path = history.tagged_snapshot(history_dir, args.against_tag) if args.against_tag else args.baseline
+        by_hand = True
     else:
-        path = history.previous_snapshot(history_dir, file_stamp)
+        path, nearest, differences = history.same_machine_snapshot(history_dir, file_stamp, fingerprint)
         if path is None:
-            return None
+            return None, report.Withheld(nearest.name if nearest else None, differences)
+        by_hand = False
     snapshot = history.load_snapshot(path)
     renames = history.load_renames(history_dir / "renames.json")
     old_results = snapshot.get("results", {})
     renamed_results = history.apply_renames(old_results, renames)
     renamed_count = sum(1 for old_id in old_results if history.renamed_id(old_id, renames) != old_id)
-    return report.Baseline(path.name, {**snapshot, "results": renamed_results}, renamed_count)
+    differences = machine.differences(fingerprint, snapshot.get("fingerprint")) if by_hand else []
+    return (
+        report.Baseline(path.name, {**snapshot, "results": renamed_results}, renamed_count, by_hand, differences),
+        None,
+    )
 
 
 def _baseline_record(baseline: report.Baseline | None) -> dict[str, Any] | None:
     if baseline is None:
         return None
-    return {"file": baseline.file_name, "tag": baseline.snapshot.get("tag"), "renamed_ids": baseline.renamed}
+    return {
+        "file": baseline.file_name,
+        "tag": baseline.snapshot.get("tag"),
+        "renamed_ids": baseline.renamed,
+        "by_hand": baseline.by_hand,
+        "machine_differences": baseline.differences,
+    }
 
 
 def _readme_update(path: Path, snapshot: dict[str, Any], file_name: str, units: dict[str, Any]) -> str | None:
@@ -147,7 +173,9 @@ def run(args: argparse.Namespace, argv: list[str]) -> list[Path]:
     registry.annotate(results, units, warnings)
     _merge_latency(results, sidecars.read_latency(target_dir / "atbench" / "latency", warnings), warnings)
     context = sidecars.read_context(target_dir / "atbench" / "context", warnings)
-    baseline = _baseline(args, history_dir, file_stamp)
+    env = environment.collect(args.root, warnings)
+    fingerprint = machine.fingerprint(env["cpu"], env["rustc"], results)
+    baseline, withheld = _baseline(args, history_dir, file_stamp, fingerprint)
 
     snapshot: dict[str, Any] = {
         "schema_version": history.SCHEMA_VERSION,
@@ -155,15 +183,18 @@ def run(args: argparse.Namespace, argv: list[str]) -> list[Path]:
         "tag": args.tag,
         "created": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": "python3 scripts/bench_snapshot.py " + shlex.join(argv),
-        **environment.collect(args.root, warnings),
+        **env,
+        "fingerprint": fingerprint,
         "context": context,
         "noise_floor": args.noise_floor,
         "baseline": _baseline_record(baseline),
+        "verdicts_withheld": None if withheld is None else {"nearest": withheld.nearest, "differences": withheld.differences},
         "results": results,
         "warnings": warnings,
     }
-    comparison = compare(results, baseline.snapshot["results"], args.noise_floor) if baseline else None
-    markdown = report.render(snapshot, comparison, baseline, units, args.noise_floor)
+    kernels = registry.calibration_kernels(units)
+    comparison = compare(results, baseline.snapshot["results"], args.noise_floor, kernels) if baseline else None
+    markdown = report.render(snapshot, comparison, baseline, units, args.noise_floor, withheld)
     readme_path = args.root / "README.md"
     readme_text = _readme_update(readme_path, snapshot, f"bench-{file_stamp}.json", units)
     written = history.write_snapshot(history_dir, file_stamp, snapshot, markdown)
@@ -172,6 +203,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> list[Path]:
         written.append(readme_path)
     for warning in warnings:
         print(f"bench_snapshot: warning: {warning}", file=sys.stderr)
+    if withheld is not None and withheld.nearest:
+        print(f"no same-machine baseline (newest: {withheld.nearest}): verdicts withheld")
     if comparison is not None:
         print(
             f"{comparison.count('regression')} regression(s), {comparison.count('improvement')} improvement(s) "

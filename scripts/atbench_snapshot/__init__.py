@@ -6,6 +6,7 @@ Modules:
   sidecars     latency and context sidecars written by the bench harness
   registry     benches/units.toml: units of work and which rows are comparable
   environment  git, rustc, OS, CPU, Criterion version, dataset fingerprint
+  machine      the machine fingerprint and the same-machine rule for baselines
   history      bench-history/: snapshot files, previous/tagged lookup, renames
   compare      deltas against a previous snapshot, calibration, verdicts
   report       the generated markdown (bench-<UTC>.md and latest.md)

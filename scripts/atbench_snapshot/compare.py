@@ -3,9 +3,11 @@
 Owns the arithmetic and the verdict:
   Δ time        new_median / old_median - 1 (negative is faster);
   Δ throughput  new_rate / old_rate - 1, when both sides have a rate of the same kind;
-  Δ normalised  (new / old) / (cal_new / cal_old) - 1 with cal = median of
-                CALIBRATION_ID, so a slower machine is not read as a slower code path;
-                None when the calibration id is missing on either side;
+  Δ normalised  (new / old) / (cal_new / cal_old) - 1, where cal is the calibration kernel
+                the registry names for the row's group (`calibration = "calibrate.…"`),
+                or, when it names none, the geometric mean of every kernel both runs
+                have; None when that kernel is missing on either side. Informational:
+                it never decides a verdict (only same-machine baselines get verdicts);
   verdict       "regression" / "improvement" only when the two median confidence intervals
                 do not overlap AND |Δ time| exceeds the noise floor; else "within noise";
                 "new" for an id the baseline lacks.
@@ -13,10 +15,14 @@ Owns the arithmetic and the verdict:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
+from .machine import is_calibration
+
 CALIBRATION_ID = "calibrate.cpu/fixed/1MiB"
+GEOMETRIC_MEAN = "geometric mean"
 DEFAULT_NOISE_FLOOR = 0.05
 
 Results = dict[str, dict[str, Any]]
@@ -37,6 +43,7 @@ class Comparison:
     rows: list[Delta]
     vanished: list[str]
     calibration_ratio: float | None
+    kernel_ratios: dict[str, float] = field(default_factory=dict)
 
     def count(self, verdict: str) -> int:
         return sum(1 for row in self.rows if row.verdict == verdict)
@@ -65,12 +72,24 @@ def verdict(new: dict[str, Any], old: dict[str, Any], noise_floor: float) -> str
     return "regression" if delta > 0 else "improvement"
 
 
+def kernel_ratios(current: Results, previous: Results) -> dict[str, float]:
+    """{calibration group: cal_new / cal_old} for every kernel both runs have."""
+    ratios: dict[str, float] = {}
+    for full_id, new in sorted(current.items()):
+        old = previous.get(full_id)
+        if is_calibration(full_id) and old and old["median_ns"] > 0:
+            ratios.setdefault(new["group"], new["median_ns"] / old["median_ns"])
+    return ratios
+
+
+def geometric_mean(ratios: dict[str, float]) -> float | None:
+    values = [r for r in ratios.values() if r > 0]
+    return math.exp(sum(math.log(r) for r in values) / len(values)) if values else None
+
+
 def calibration_ratio(current: Results, previous: Results) -> float | None:
-    """cal_new / cal_old, or None when either side lacks the calibration id."""
-    if CALIBRATION_ID not in current or CALIBRATION_ID not in previous:
-        return None
-    old = previous[CALIBRATION_ID]["median_ns"]
-    return current[CALIBRATION_ID]["median_ns"] / old if old > 0 else None
+    """The default divisor: the geometric mean of every shared kernel's cal_new / cal_old."""
+    return geometric_mean(kernel_ratios(current, previous))
 
 
 def _throughput_change(new: dict[str, Any], old: dict[str, Any]) -> float | None:
@@ -82,15 +101,25 @@ def _throughput_change(new: dict[str, Any], old: dict[str, Any]) -> float | None
     return change(new_rate, old_rate)
 
 
-def compare(current: Results, previous: Results, noise_floor: float = DEFAULT_NOISE_FLOOR) -> Comparison:
-    """One Delta per current id (sorted), and the baseline ids that vanished."""
-    ratio = calibration_ratio(current, previous)
+def compare(
+    current: Results,
+    previous: Results,
+    noise_floor: float = DEFAULT_NOISE_FLOOR,
+    kernels: dict[str, str] | None = None,
+) -> Comparison:
+    """One Delta per current id (sorted), and the baseline ids that vanished. `kernels` maps a
+    group to the calibration group its Δ normalised divides by (registry `calibration`)."""
+    per_kernel = kernel_ratios(current, previous)
+    default = geometric_mean(per_kernel)
+    kernels = kernels or {}
     rows = []
     for full_id, new in sorted(current.items()):
         old = previous.get(full_id)
         if old is None:
             rows.append(Delta(full_id, None, None, None, None, "new"))
             continue
+        kernel = kernels.get(new.get("group", ""))
+        ratio = per_kernel.get(kernel) if kernel else default
         rows.append(
             Delta(
                 id=full_id,
@@ -101,4 +130,4 @@ def compare(current: Results, previous: Results, noise_floor: float = DEFAULT_NO
                 verdict=verdict(new, old, noise_floor),
             )
         )
-    return Comparison(rows, sorted(set(previous) - set(current)), ratio)
+    return Comparison(rows, sorted(set(previous) - set(current)), default, per_kernel)

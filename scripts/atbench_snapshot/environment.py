@@ -1,6 +1,6 @@
 """What a snapshot records about where and on what it ran.
 
-Owns: git commit and dirty flag, `rustc -V`, OS, CPU model and core count, the Criterion
+Owns: git commit and dirty flag, `rustc -V`, OS, CPU model, core count and code-path features, the Criterion
 version locked in Cargo.lock, and the dataset fingerprint from data/MANIFEST.json. Each probe
 tolerates its source being absent (no git, no rustc, no /proc) and says "unknown" or null.
 """
@@ -15,6 +15,8 @@ import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
+
+from . import machine
 
 NO_DATASET = "none (in-memory sample)"
 
@@ -45,7 +47,8 @@ def rustc_version(root: Path) -> str:
 
 
 def cpu_info(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
-    """{"model": first "model name" in /proc/cpuinfo (else platform.processor()), "cores": os.cpu_count()}."""
+    """{"model": first "model name" in /proc/cpuinfo (else platform.processor()), "cores": os.cpu_count(),
+    "features": the code-path CPU features (machine.cpu_features), None when unreadable}."""
     model = ""
     try:
         for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -55,7 +58,11 @@ def cpu_info(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
                 break
     except OSError:
         pass
-    return {"model": model or platform.processor() or "unknown", "cores": os.cpu_count()}
+    return {
+        "model": model or platform.processor() or "unknown",
+        "cores": os.cpu_count(),
+        "features": machine.cpu_features(cpuinfo),
+    }
 
 
 def criterion_version(cargo_lock: Path) -> str:

@@ -4,7 +4,8 @@ Owns:
   - file names `bench-<UTC as YYYYMMDDTHHMMSSZ>.{json,md}` and `latest.md`; a snapshot is
     never overwritten;
   - the baseline: the newest snapshot strictly older (by its file name's timestamp) than the
-    one being written, or the newest snapshot whose `tag` equals `--against-tag`;
+    one being written whose machine fingerprint matches (machine.py), or the newest snapshot
+    whose `tag` equals `--against-tag`, or a file named with `--baseline`;
   - `renames.json`: {"old id": "new id", ...} applied to the baseline's ids before diffing.
     A key ending in "/" is a prefix rename: {"store.list_records/": "store.list_page/"}
     renames every id that starts with the key (a group, or a group/implementation pair);
@@ -21,9 +22,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from . import machine
 from .criterion import split_id
 
-SCHEMA_VERSION = 1
+# 2 added `fingerprint` (machine.py); schema 1 snapshots stay readable as "unknown machine".
+SCHEMA_VERSION = 2
+READABLE_SCHEMAS = (1, 2)
 SNAPSHOT_NAME = re.compile(r"^bench-(\d{8}T\d{6}Z)\.json$")
 
 
@@ -48,15 +52,36 @@ def load_snapshot(path: Path) -> dict[str, Any]:
         snapshot = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as error:
         raise HistoryError(f"cannot read snapshot {path}: {error}") from error
-    if not isinstance(snapshot, dict) or snapshot.get("schema_version") != SCHEMA_VERSION:
-        raise HistoryError(f"{path}: not a schema_version {SCHEMA_VERSION} snapshot")
+    if not isinstance(snapshot, dict) or snapshot.get("schema_version") not in READABLE_SCHEMAS:
+        raise HistoryError(f"{path}: not a snapshot of schema version {' or '.join(map(str, READABLE_SCHEMAS))}")
     return snapshot
+
+
+def earlier_snapshots(history_dir: Path, current_stamp: str) -> list[Path]:
+    """The snapshots older than the one stamped `current_stamp`, newest first."""
+    older = [p for p in snapshot_files(history_dir) if SNAPSHOT_NAME.match(p.name).group(1) < current_stamp]
+    return older[::-1]
 
 
 def previous_snapshot(history_dir: Path, current_stamp: str) -> Path | None:
     """The newest snapshot older than the one stamped `current_stamp`, if any."""
-    older = [p for p in snapshot_files(history_dir) if SNAPSHOT_NAME.match(p.name).group(1) < current_stamp]
-    return older[-1] if older else None
+    older = earlier_snapshots(history_dir, current_stamp)
+    return older[0] if older else None
+
+
+def same_machine_snapshot(
+    history_dir: Path, current_stamp: str, fingerprint: dict[str, Any]
+) -> tuple[Path | None, Path | None, list[str]]:
+    """(baseline, nearest, differences): the newest earlier snapshot whose machine matches
+    `fingerprint` (machine.differences is empty), else None; the newest earlier snapshot and
+    how its machine differs, for the report when there is no baseline."""
+    older = earlier_snapshots(history_dir, current_stamp)
+    for path in older:
+        if not machine.differences(fingerprint, load_snapshot(path).get("fingerprint")):
+            return path, older[0], []
+    if not older:
+        return None, None, []
+    return None, older[0], machine.differences(fingerprint, load_snapshot(older[0]).get("fingerprint"))
 
 
 def tagged_snapshot(history_dir: Path, tag: str) -> Path:

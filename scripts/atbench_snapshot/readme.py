@@ -10,7 +10,8 @@ figure) and one block per bench target (`hotpath`, `repo`, `segment`, `store`, .
 - the latency percentiles of the concurrent-caller rows;
 - every other row of the target (single-implementation groups, adjacent probes).
 
-The prose around the blocks is hand-written and quotes these tables.
+The prose around the blocks is hand-written; it names ids and files, never figures of one
+snapshot (they go stale: the tables carry the figures).
 """
 
 from __future__ import annotations

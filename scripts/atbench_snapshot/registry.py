@@ -7,16 +7,24 @@ throughput, compare, probe) and deciding each result's role:
   "probe"         the group has `probe = true`, or the implementation is not in `compare`:
                   an adjacent probe, listed apart;
   "unregistered"  the group is not in units.toml: listed under a warning, never compared.
+
+and the id grammar `<area>.<operation>/<implementation>[.<variant>]/<tier>` (check_id). The
+Rust registry (benches/src/registry.rs) is the authority; these rules are the same, and both
+test suites check them against one list of valid and invalid ids, benches/tests/id_grammar.toml.
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 THROUGHPUT_KINDS = ("bytes", "elements", "none")
+KEYS = {"target", "unit", "throughput", "compare", "probe", "calibration"}
+LOWER = re.compile(r"[a-z0-9_.-]+")
+TIER = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 class RegistryError(Exception):
@@ -31,6 +39,44 @@ class Group:
     throughput: str
     compare: tuple[str, ...]
     probe: bool
+    calibration: str | None = None
+
+
+def _check_chars(part: str, what: str, pattern: re.Pattern[str]) -> None:
+    if not part:
+        raise RegistryError(f"empty {what}")
+    if not pattern.fullmatch(part):
+        bad = next(c for c in part if not pattern.fullmatch(c))
+        raise RegistryError(f"{what} {part!r} has {bad!r}, outside the id grammar")
+
+
+def check_group(name: str) -> None:
+    """`<area>.<operation>` in [a-z0-9_.-]; raises RegistryError."""
+    _check_chars(name, "group", LOWER)
+    area, dot, operation = name.partition(".")
+    if not dot or not area or not operation:
+        raise RegistryError(f"group {name!r} is not <area>.<operation>")
+
+
+def check_implementation(name: str) -> None:
+    """An implementation with its variant, in [a-z0-9_.-]; raises RegistryError."""
+    _check_chars(name, "implementation", LOWER)
+
+
+def check_tier(tier: str) -> None:
+    """A tier such as 16KiB, 100k, callers-10, in [A-Za-z0-9_.-]; raises RegistryError."""
+    _check_chars(tier, "tier", TIER)
+
+
+def check_id(full_id: str) -> None:
+    """A whole benchmark id: group/implementation[/tier]; raises RegistryError naming the fault."""
+    parts = full_id.split("/")
+    if len(parts) < 2 or len(parts) > 3:
+        raise RegistryError(f"id {full_id!r} is not <group>/<implementation>[/<tier>]")
+    check_group(parts[0])
+    check_implementation(parts[1])
+    if len(parts) == 3:
+        check_tier(parts[2])
 
 
 def _group(name: str, table: Any) -> Group:
@@ -49,10 +95,23 @@ def _group(name: str, table: Any) -> Group:
     probe = table.get("probe", False)
     if not isinstance(probe, bool):
         raise RegistryError(f'[groups."{name}"] probe must be true or false')
-    unknown = sorted(set(table) - {"target", "unit", "throughput", "compare", "probe"})
+    unknown = sorted(set(table) - KEYS)
     if unknown:
         raise RegistryError(f'[groups."{name}"] has unknown keys: {", ".join(unknown)}')
-    return Group(name, table["target"], table["unit"], table["throughput"], tuple(compare), probe)
+    try:
+        check_group(name)
+        for implementation in compare:
+            check_implementation(implementation)
+    except RegistryError as error:
+        raise RegistryError(f'[groups."{name}"]: {error}') from error
+    if not table["unit"].strip():
+        raise RegistryError(f'[groups."{name}"] has an empty unit')
+    if not compare and not probe:
+        raise RegistryError(f'[groups."{name}"] compares nothing and is not a probe')
+    calibration = table.get("calibration")
+    if calibration is not None and not isinstance(calibration, str):
+        raise RegistryError(f'[groups."{name}"] calibration must name a calibrate.* group')
+    return Group(name, table["target"], table["unit"], table["throughput"], tuple(compare), probe, calibration)
 
 
 def parse_registry(text: str) -> dict[str, Group]:
@@ -64,7 +123,17 @@ def parse_registry(text: str) -> dict[str, Group]:
     groups = document.get("groups", {})
     if not isinstance(groups, dict):
         raise RegistryError("units.toml: `groups` must be a table of tables")
-    return {name: _group(name, table) for name, table in sorted(groups.items())}
+    registry = {name: _group(name, table) for name, table in sorted(groups.items())}
+    for group in registry.values():
+        kernel = group.calibration
+        if kernel is not None and (kernel not in registry or not kernel.startswith("calibrate.")):
+            raise RegistryError(f'[groups."{group.name}"] calibration {kernel!r} is not a registered calibrate.* group')
+    return registry
+
+
+def calibration_kernels(registry: dict[str, Group]) -> dict[str, str]:
+    """{group: the calibration group it names}, for the groups that name one."""
+    return {name: group.calibration for name, group in registry.items() if group.calibration}
 
 
 def load_registry(path: Path, warnings: list[str]) -> dict[str, Group]:

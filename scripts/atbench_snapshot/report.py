@@ -1,8 +1,10 @@
 """The generated markdown: bench-history/bench-<UTC>.md and latest.md.
 
-Owns the layout a reviewer reads: banner and command, run header (label, tag, commit,
-machine, dataset, context), the delta table against the baseline (or medians only when there
-is none), the latency percentiles, the same-run comparison tables (per group and tier, ratio
+Owns the layout a reviewer reads: banner and title; the verdict summary with the flagged
+rows, largest |Δ time| first (or, with no same-machine baseline, why verdicts are withheld:
+the newest snapshot and how its machine differs); the command and run header (label, tag,
+commit, machine and its fingerprint, dataset, context); the full delta table against the
+baseline (or medians only when there is none), the latency percentiles, the same-run comparison tables (per group and tier, ratio
 to the best, best in bold), adjacent probes, unregistered groups, and warnings.
 """
 
@@ -10,11 +12,11 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from . import humanize
-from .compare import CALIBRATION_ID, Comparison
+from . import humanize, machine
+from .compare import Comparison
 from .criterion import tier_sort_key
 from .registry import Group
 
@@ -30,6 +32,17 @@ class Baseline:
     file_name: str
     snapshot: dict[str, Any]
     renamed: int
+    by_hand: bool = False
+    differences: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Withheld:
+    """No same-machine baseline: the newest earlier snapshot (None when there is none) and how
+    its machine differs from this run's."""
+
+    nearest: str | None
+    differences: list[str]
 
 
 def cell(text: str) -> str:
@@ -62,11 +75,15 @@ def _dataset(dataset: dict[str, Any]) -> str:
     return dataset["fingerprint"] + (f" ({', '.join(extras)})" if extras else "")
 
 
+def title(snapshot: dict[str, Any]) -> list[str]:
+    return [BANNER, f"# Benchmark snapshot {snapshot['created']}"]
+
+
 def header(snapshot: dict[str, Any]) -> list[str]:
     cpu = snapshot["cpu"]
     lines = [
-        BANNER,
-        f"# Benchmark snapshot {snapshot['created']}",
+        "",
+        "## The run",
         "",
         "Made by:",
         "",
@@ -81,6 +98,7 @@ def header(snapshot: dict[str, Any]) -> list[str]:
     lines += [
         f"- Commit: {_commit(snapshot['git'])}",
         f"- Machine: {cell(cpu['model'])}, {cpu['cores']} cores; {cell(snapshot['rustc'])}; {cell(snapshot['os'])}",
+        f"- Fingerprint: {cell(machine.summary(snapshot.get('fingerprint')))}",
         f"- Criterion: {cell(snapshot['criterion_version'])}",
         f"- Dataset: {cell(_dataset(snapshot['dataset']))}",
     ]
@@ -89,9 +107,55 @@ def header(snapshot: dict[str, Any]) -> list[str]:
     return lines
 
 
+FLAGGED = ("regression", "improvement")
+
+
+def verdicts(
+    comparison: Comparison | None, baseline: Baseline | None, withheld: Withheld | None, noise_floor: float
+) -> list[str]:
+    """The opening section: the verdict summary and the flagged rows, or why there are none."""
+    lines = ["", "## Verdicts", ""]
+    if comparison is None or baseline is None:
+        if withheld is not None and withheld.nearest:
+            lines += [
+                f"**No verdicts: no earlier snapshot ran on this machine.** The newest, "
+                f"{withheld.nearest}, differs: " + "; ".join(cell(d) for d in withheld.differences) + ".",
+                "",
+                "Deltas across machines measure the machines, not the code: medians and the same-run "
+                "tables only. Compare a change on one machine with `python3 scripts/bench_ab.py --base REF`.",
+            ]
+        else:
+            lines.append("No earlier snapshot in bench-history: medians only, no verdicts.")
+        return lines
+    if baseline.by_hand and baseline.differences:
+        lines += [
+            f"**⚠ Baseline chosen by hand from another machine** ({baseline.file_name}: "
+            + "; ".join(cell(d) for d in baseline.differences)
+            + "): the verdicts below may be the machine's.",
+            "",
+        ]
+    lines.append(
+        f"**{comparison.count('regression')} regression(s), {comparison.count('improvement')} improvement(s)** "
+        f"against {baseline.file_name} ({'chosen by hand' if baseline.by_hand else 'the newest same-machine snapshot'}); "
+        f"{comparison.count('within noise')} within noise, {comparison.count('new')} new, "
+        f"{len(comparison.vanished)} vanished. Flagged only when the median confidence intervals do not "
+        f"overlap and |Δ time| > {noise_floor * 100:g} %."
+    )
+    flagged = sorted(
+        (row for row in comparison.rows if row.verdict in FLAGGED), key=lambda row: (-abs(row.time or 0.0), row.id)
+    )
+    if flagged:
+        rows = [
+            [f"`{row.id}`", humanize.percent(row.time), humanize.percent(row.normalised), f"**{row.verdict}**"]
+            for row in flagged
+        ]
+        lines += [""] + table(["id", "Δ time", "Δ vs calibration", "verdict"], rows)
+    return lines
+
+
 def deltas(results: Results, comparison: Comparison | None, baseline: Baseline | None, noise_floor: float) -> list[str]:
     if comparison is None or baseline is None:
-        lines = ["", "## Results", "", "No previous snapshot in bench-history: medians only, no deltas.", ""]
+        lines = ["", "## Results", "", "Medians only: no same-machine baseline (see Verdicts).", ""]
         rows = [
             [
                 f"`{i}`",
@@ -113,13 +177,15 @@ def deltas(results: Results, comparison: Comparison | None, baseline: Baseline |
         + (f"; {baseline.renamed} id(s) renamed via renames.json" if baseline.renamed else ""),
         "",
         f"A change is flagged only when the median confidence intervals do not overlap and |Δ time| > "
-        f"{noise_floor * 100:g} %. Δ vs calibration divides by the change of `{CALIBRATION_ID}`"
-        + ("" if comparison.calibration_ratio is not None else " (missing on one side: n/a)")
+        f"{noise_floor * 100:g} %. Δ vs calibration (informational, never a verdict) divides by the change "
+        "of the calibration kernel units.toml names for the group (`calibration`), else by the geometric "
+        "mean of every kernel's change"
+        + (
+            " (" + ", ".join(f"`{k}` {humanize.percent(r - 1)}" for k, r in sorted(comparison.kernel_ratios.items())) + ")"
+            if comparison.kernel_ratios
+            else " (no kernel on both sides: n/a)"
+        )
         + ". Negative Δ time is faster.",
-        "",
-        f"**{comparison.count('regression')} regression(s), {comparison.count('improvement')} improvement(s)**, "
-        f"{comparison.count('within noise')} within noise, {comparison.count('new')} new, "
-        f"{len(comparison.vanished)} vanished.",
         "",
     ]
     rows = []
@@ -242,10 +308,13 @@ def render(
     baseline: Baseline | None,
     registry: dict[str, Group],
     noise_floor: float,
+    withheld: Withheld | None = None,
 ) -> str:
     """The whole markdown document."""
     results = snapshot["results"]
-    lines = header(snapshot)
+    lines = title(snapshot)
+    lines += verdicts(comparison, baseline, withheld, noise_floor)
+    lines += header(snapshot)
     lines += deltas(results, comparison, baseline, noise_floor)
     lines += latency(results)
     lines += comparison_tables(results, registry)

@@ -198,7 +198,15 @@ class VerdictTest(TempRootCase):
         self.assertEqual(self.verdict_of("store.list_records/ours/1k"), "within noise")
         # Same work, but +6.5 % with intervals apart: the rule sees a real shift (see fixtures/README.md).
         self.assertEqual(self.verdict_of("codec.base64_encode/scalar/1KiB"), "**regression**")
-        self.assertIn("**2 regression(s), 1 improvement(s)**, 3 within noise, 0 new, 0 vanished.", self.table)
+        verdicts = md_section(self.md, "Verdicts")
+        self.assertIn("**2 regression(s), 1 improvement(s)** against bench-20261130T190000Z.json", verdicts)
+        self.assertIn("3 within noise, 0 new, 0 vanished", verdicts)
+        # The flagged rows open the report, largest |Δ time| first.
+        flagged = [line.split("`")[1] for line in verdicts.splitlines() if line.startswith("| `")]
+        self.assertEqual(
+            flagged, ["codec.crc32/bitwise/64B", "codec.crc32/table/64B", "codec.base64_encode/scalar/1KiB"]
+        )
+        self.assertLess(self.md.index("## Verdicts"), self.md.index("## The run"))
 
     def test_delta_columns(self) -> None:
         row = md_row(self.table, "`codec.crc32/bitwise/64B`")
@@ -260,8 +268,13 @@ class CalibrationTest(TempRootCase):
         (run_b / "calibrate.cpu").rmdir()
         self.snapshot("run-a", T1)
         self.snapshot(run_b, T2)
+        # Without a calibration kernel the machine cannot be shown to be the same: no verdicts ...
+        self.assertIn("no calibration kernel in common", md_section(latest_md(self.root), "Verdicts"))
+        # ... unless the baseline is chosen by hand; then Δ vs calibration reads n/a.
+        first = self.root / "bench-history" / f"bench-{stamp_of(T1)}.json"
+        self.snapshot(run_b, T3, "--baseline", str(first))
         table = md_section(latest_md(self.root), "Changes against")
-        self.assertIn("(missing on one side: n/a)", table)
+        self.assertIn("(no kernel on both sides: n/a)", table)
         self.assertIn("| +367.5% | -78.6% | n/a | **regression** |", md_row(table, "`codec.crc32/bitwise/64B`"))
         self.assertIn("`calibrate.cpu/fixed/1MiB`", table.rsplit("Vanished", 1)[1])
 
@@ -272,7 +285,7 @@ class RenameTest(TempRootCase):
         self.snapshot("run-a", T1)
         self.snapshot("run-c", T2)
         table = md_section(latest_md(self.root), "Changes against")
-        self.assertIn("0 new, 0 vanished", table)
+        self.assertIn("0 new, 0 vanished", md_section(latest_md(self.root), "Verdicts"))
         self.assertIn("2 id(s) renamed via renames.json", table)
         self.assertIn("| 150 ns | 151 ns |", md_row(table, "`codec.crc32/table-256/64B`"))
         self.assertTrue(md_row(table, "`store.list_page/ours/1k`").endswith("| within noise |"))
@@ -280,7 +293,13 @@ class RenameTest(TempRootCase):
         self.assertTrue(md_row(table, "`store.open/ours.nosync`").endswith("| **improvement** |"))
         self.assertEqual(
             snapshot_json(self.root, T2)["baseline"],
-            {"file": f"bench-{stamp_of(T1)}.json", "renamed_ids": 2, "tag": None},
+            {
+                "file": f"bench-{stamp_of(T1)}.json",
+                "renamed_ids": 2,
+                "tag": None,
+                "by_hand": False,
+                "machine_differences": [],
+            },
         )
 
     def test_exact_prefix_chain_cycle_and_conflict(self) -> None:
@@ -439,7 +458,7 @@ class HistoryTest(TempRootCase):
     def test_no_previous_snapshot(self) -> None:
         self.snapshot("run-a", T1, label="first")
         md = latest_md(self.root)
-        self.assertIn("No previous snapshot in bench-history: medians only, no deltas.", md)
+        self.assertIn("No earlier snapshot in bench-history: medians only, no verdicts.", md)
         self.assertEqual(
             md_row(md_section(md, "Results"), "`codec.crc32/table/64B`"),
             "| `codec.crc32/table/64B` | 151 ns | 150 ns – 151 ns | 405 MiB/s |",
@@ -453,7 +472,7 @@ class HistoryTest(TempRootCase):
         md_path = history_dir / f"bench-{stamp_of(T1)}.md"
         self.assertEqual(md_path.read_text(), latest_md(self.root))
         snapshot = snapshot_json(self.root, T1)
-        self.assertEqual(snapshot["schema_version"], 1)
+        self.assertEqual(snapshot["schema_version"], 2)
         self.assertEqual((snapshot["label"], snapshot["tag"], snapshot["created"]), ("first | snapshot", None, T1))
         self.assertEqual(snapshot["git"], {"commit": None, "dirty": None})
         self.assertEqual(snapshot["dataset"], {"fingerprint": "none (in-memory sample)"})
