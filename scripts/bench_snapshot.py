@@ -128,7 +128,7 @@ def _baseline(
     old_results = snapshot.get("results", {})
     renamed_results = history.apply_renames(old_results, renames)
     renamed_count = sum(1 for old_id in old_results if history.renamed_id(old_id, renames) != old_id)
-    differences = machine.differences(fingerprint, snapshot.get("fingerprint")) if by_hand else []
+    differences = machine.differences(fingerprint, machine.of_snapshot(snapshot)) if by_hand else []
     return (
         report.Baseline(path.name, {**snapshot, "results": renamed_results}, renamed_count, by_hand, differences),
         None,

@@ -77,11 +77,11 @@ def same_machine_snapshot(
     how its machine differs, for the report when there is no baseline."""
     older = earlier_snapshots(history_dir, current_stamp)
     for path in older:
-        if not machine.differences(fingerprint, load_snapshot(path).get("fingerprint")):
+        if not machine.differences(fingerprint, machine.of_snapshot(load_snapshot(path))):
             return path, older[0], []
     if not older:
         return None, None, []
-    return None, older[0], machine.differences(fingerprint, load_snapshot(older[0]).get("fingerprint"))
+    return None, older[0], machine.differences(fingerprint, machine.of_snapshot(load_snapshot(older[0])))
 
 
 def tagged_snapshot(history_dir: Path, tag: str) -> Path:

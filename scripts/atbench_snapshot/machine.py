@@ -102,6 +102,17 @@ def fingerprint(cpu: dict[str, Any], rustc: str, results: dict[str, dict[str, An
     }
 
 
+def of_snapshot(snapshot: dict[str, Any]) -> dict[str, Any] | None:
+    """A snapshot's fingerprint; for one written before fingerprints, what it did record (CPU,
+    rustc, the calibration rows) with `legacy` set, so a report can still say how it differs."""
+    if snapshot.get("fingerprint"):
+        return snapshot["fingerprint"]
+    if "cpu" not in snapshot:
+        return None
+    legacy = fingerprint({**snapshot["cpu"], "features": None}, snapshot.get("rustc", "unknown"), snapshot.get("results", {}))
+    return {**legacy, "legacy": True}
+
+
 def _features(value: Any) -> str:
     return ", ".join(value) if value else "none"
 
@@ -111,12 +122,15 @@ def differences(current: dict[str, Any], other: dict[str, Any] | None) -> list[s
     if not other:
         return ["no machine fingerprint recorded (a snapshot from before fingerprints: unknown machine)"]
     found = []
+    if other.get("legacy"):
+        found.append("no machine fingerprint recorded (a snapshot from before fingerprints: unknown machine)")
     for key, what in (("cpu_model", "CPU"), ("cores", "cores"), ("rustc", "rustc")):
         if current.get(key) != other.get(key):
             found.append(f"{what} {other.get(key)!s} (this run: {current.get(key)!s})")
     mine, theirs = current.get("cpu_features"), other.get("cpu_features")
     if mine is None or theirs is None:
-        found.append("CPU features unknown on one side")
+        if not other.get("legacy"):
+            found.append("CPU features unknown on one side")
     elif mine != theirs:
         missing = sorted(set(mine) - set(theirs))
         extra = sorted(set(theirs) - set(mine))
