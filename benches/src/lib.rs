@@ -10,7 +10,8 @@
 //! - [`callers`]: the concurrent-callers runner: N threads, per-operation
 //!   latency in an HDR histogram, fed to Criterion through `iter_custom`,
 //!   with a sidecar `target/atbench/latency/<id>.json`.
-//! - [`calibrate`]: the fixed CPU loop `calibrate.cpu/fixed/1MiB` that runs
+//! - [`calibrate`]: the calibration kernels (integer, memory latency, copy,
+//!   sha-256), each its own `calibrate.*` id, that run
 //!   with every target, so a snapshot can tell a slower machine from a
 //!   slower code path.
 //! - [`sidecar`]: where the harness writes what Criterion does not record

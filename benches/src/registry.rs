@@ -42,6 +42,10 @@ pub struct GroupSpec {
     /// The whole group is an adjacent probe.
     #[serde(default)]
     pub probe: bool,
+    /// The calibration group whose change "Δ vs calibration" divides this
+    /// group's by (absent: the geometric mean of every kernel).
+    #[serde(default)]
+    pub calibration: Option<String>,
 }
 
 impl GroupSpec {
@@ -86,6 +90,13 @@ impl Registry {
             for implementation in &spec.compare {
                 check_implementation(implementation)
                     .map_err(|e| format!("units.toml: group {name:?}: {e}"))?;
+            }
+            if let Some(kernel) = &spec.calibration
+                && (!kernel.starts_with("calibrate.") || !file.groups.contains_key(kernel))
+            {
+                return Err(format!(
+                    "units.toml: group {name:?}: calibration {kernel:?} is not a registered calibrate.* group"
+                ));
             }
         }
         Ok(Registry {
@@ -133,6 +144,25 @@ pub fn check_implementation(name: &str) -> Result<(), String> {
 /// Checks a tier: `[A-Za-z0-9_.-]`, e.g. `16KiB`, `100k`, `callers-10`.
 pub fn check_tier(tier: &str) -> Result<(), String> {
     check_chars(tier, "tier", |c| lower(c) || c.is_ascii_uppercase())
+}
+
+/// Checks a whole id: `<group>/<implementation>[/<tier>]`.
+pub fn check_id(full_id: &str) -> Result<(), String> {
+    let parts: Vec<&str> = full_id.split('/').collect();
+    match parts.as_slice() {
+        [group, implementation] => {
+            check_group(group)?;
+            check_implementation(implementation)
+        }
+        [group, implementation, tier] => {
+            check_group(group)?;
+            check_implementation(implementation)?;
+            check_tier(tier)
+        }
+        _ => Err(format!(
+            "id {full_id:?} is not <group>/<implementation>[/<tier>]"
+        )),
+    }
 }
 
 /// The tier name of a byte size: `64B`, `16KiB`, `1MiB`.
@@ -213,5 +243,7 @@ mod tests {
         let unknown =
             "[groups.\"a.b\"]\ntarget=\"x\"\nunit=\"u\"\nthroughput=\"bytes\"\nprobe=true\nx=1\n";
         assert!(Registry::parse(unknown).is_err());
+        let bad_kernel = "[groups.\"a.b\"]\ntarget=\"x\"\nunit=\"u\"\nthroughput=\"bytes\"\nprobe=true\ncalibration=\"a.b\"\n";
+        assert!(Registry::parse(bad_kernel).is_err());
     }
 }

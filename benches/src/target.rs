@@ -7,7 +7,7 @@
 //! fn main() {
 //!     let mut target = BenchTarget::new("hotpath", Budget { full_min: 4.0, quick_min: 1.0 });
 //!     codec_groups(&mut target);
-//!     target.finish(); // runs calibrate.cpu, checks nothing registered is stale
+//!     target.finish(); // runs the calibrate.* kernels, checks nothing registered is stale
 //! }
 //! ```
 
