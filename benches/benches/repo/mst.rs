@@ -31,23 +31,22 @@
 //! handful of keys (root: 1 entry), so the nodes a random key passes are
 //! smaller there (3.3 entries) than in any tree of 10k keys or more (5.3,
 //! the size-biased limit): the bytes to re-encode and hash grow 2.2-2.5x.
-//! The time ratio follows the bytes: `ours` measured 6.7-7.1 / 9.4-9.5 /
-//! 15.1-15.8 µs (quick mode, shared 2-core machine, four runs), 2.2-2.35x,
-//! before the commit change described further down. Earlier costs that
+//! The time ratio followed the bytes before the commit change described
+//! further down (read it off `repo.mst_add/ours/{1k,10k,100k}` of one run,
+//! not across runs). Earlier costs that
 //! were not inherent had been removed already: SipHash sets per commit, key clones at commit, maps and
 //! vectors re-grown per write, a zero-fill and a copy per decoded key (see
 //! crates/repo/src/mst/); the cache hit rate is 100 % after warm-up at
 //! every tier, and `ours.cold` (every node decoded from the store) grows
-//! the same way (8.2-9.2 / 11.2-12.0 / 18.4-23.4 µs). From 10k to 100k
-//! (depth x1.29, node size flat) the ratio is 1.6x.
+//! the same way. From 10k to 100k the depth grows 1.29x and the node size
+//! stays flat.
 //!
 //! Instruction counts per add (callgrind on
 //! `crates/repo/examples/profile_hot.rs add <n> 2000`, the same loop with
 //! a warm cache; valgrind hides SHA-NI, so SHA-256 runs sha2's portable
-//! code there and its count stands for the 64-byte blocks hashed), before
-//! the commit change below: 1k 29.2 K instructions besides SHA + 151.6 K
-//! in SHA; 100k 54.6 K + 311.4 K. The work grows 1.87x (non-SHA) and
-//! 2.05x (blocks hashed), so the floor for the ratio is about 2x.
+//! code there and its count stands for the 64-byte blocks hashed) grow
+//! from 1k to 100k about as the path bytes do, both besides SHA and in it,
+//! so the floor for the ratio is about 2x.
 //!
 //! What grew beyond that, and was removed: the commit converted every
 //! edited node into a decoded `Node` (a new entry list, every key moved,
@@ -55,18 +54,16 @@
 //! path node are what grows from 1k to 100k. Commit now hashes the edited
 //! node straight from its editable form and keeps it as it is (turned into
 //! a decoded node only if something reads it; the next edit reopens it
-//! without a copy). Per-add CPU time (user+sys of `profile_hot add <n>
-//! 300000` minus its setup, median of 5 runs alternating with the previous
-//! build on the same loaded 2-core machine): 1k 5.00 -> 4.33 µs, 10k 7.40
-//! -> 6.07 µs, 100k 11.93 -> 8.67 µs; 100k/1k 2.39x -> 2.00x. Wall-clock
-//! Criterion figures on the shared machine swing far more than that (run
-//! `ours` for all three tiers in one go and read the ratio, not the
-//! absolute times).
+//! without a copy). That lowered the per-add CPU time at every tier, most
+//! at 100k (`profile_hot add <n> 300000`, runs alternating with the
+//! previous build), which brought the 100k/1k ratio down to about 2x. Read
+//! the ratio off one run of `ours` for all three tiers, not absolute times
+//! across runs: wall-clock figures on a shared machine swing far more.
 //!
 //! Later, a tree opened with a `NodeCache` took over the editable nodes
 //! the previous tree left in it instead of allocating a node and an entry
-//! list per path node: both tiers got ~3-5 % faster, the ratio stayed
-//! ~2.05x.
+//! list per path node: both ends got a little faster and the ratio stayed
+//! where it was.
 //!
 //! Left as is: SHA-256 is now about a third of an add at 100k, hashed
 //! node after node up the path (each parent needs its child's CID), so it

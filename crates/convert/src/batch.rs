@@ -20,10 +20,11 @@
 //! | [`NESTED_AHEAD`] | the nested objects: the same as the stage above, one level down |
 //!
 //! Deeper levels are left to the conversion's own per-map prefetch. None
-//! of it changes a result. Measured against mapping `json_into_struct`
-//! over the bench batch (8000 records, Xeon VM, `examples/convert_ab.rs`,
-//! interleaved rounds): 10 % less time on the cold batch, 6 % on warm
-//! slices of 256. What is left of the cold batch's extra time is mostly
+//! of it changes a result. Against mapping `json_into_struct` over the
+//! bench batch it takes less time on both the cold batch and the warm
+//! slices (`examples/convert_ab.rs`, interleaved rounds; the bench rows are
+//! `convert.json_to_struct/move/{8k,8k.warm}`). What is left of the cold
+//! batch's extra time is mostly
 //! the first stage's own loads (a record's root, then its leaves: two
 //! misses in a row that nothing can start earlier through the map's API).
 //!

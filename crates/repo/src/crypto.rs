@@ -301,8 +301,9 @@ fn digest_mod_n(digest: &[u8; 32]) -> [u8; 32] {
 /// Why not `secp256k1::ecdsa::sign`, the crate's safe entry point: in
 /// `secp256k1` 0.33 it signs on a thread-local context and re-blinds that
 /// context after every signature, a second fixed-base multiplication as
-/// costly as the signature's own (measured: ~65-75 µs per signature, no
-/// faster than RustCrypto, vs ~30-40 µs here). A context blinded once per
+/// costly as the signature's own (measured that way it was no faster than
+/// RustCrypto; `repo.commit_sign/k256.libsecp256k1` beside
+/// `k256.rustcrypto` shows the context kept here). A context blinded once per
 /// process is what bitcoin-core itself does.
 #[cfg(feature = "libsecp256k1")]
 fn signing_context() -> &'static secp256k1::Secp256k1<secp256k1::SignOnly> {
@@ -330,8 +331,8 @@ fn signing_context() -> &'static secp256k1::Secp256k1<secp256k1::SignOnly> {
 
 /// ECDSA-signs `digest` with libsecp256k1 on [`signing_context`]: RFC 6979
 /// nonce (no extra data) computed on `sha2` by `crypto_rfc6979.rs` (the
-/// library's own nonce function hashes with portable C: ~3 µs more per
-/// signature on the bench VM), 64-byte compact, low S (libsecp256k1 never
+/// library's own nonce function hashes with portable C, slower per
+/// signature on `repo.commit_sign`), 64-byte compact, low S (libsecp256k1 never
 /// returns high S). `None` if libsecp256k1 reports failure (it cannot for
 /// a valid key; the caller then signs with RustCrypto).
 #[cfg(feature = "libsecp256k1")]

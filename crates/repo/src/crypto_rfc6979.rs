@@ -2,8 +2,8 @@
 //!
 //! libsecp256k1's own nonce function (`secp256k1_nonce_function_rfc6979`)
 //! runs the HMAC-SHA-256 DRBG on the library's portable SHA-256: about 20
-//! compressions per signature, ~5 µs of a ~23 µs `commit_sign` on the bench
-//! VM (perf: `rustsecp256k1_v0_14_sha256_transform`). This module computes
+//! compressions per signature, a visible share of `repo.commit_sign`
+//! (perf: `rustsecp256k1_v0_14_sha256_transform`). This module computes
 //! the same nonce with `hmac` over `sha2`, which uses the CPU's SHA
 //! extensions where it has them, and hands it to `secp256k1_ecdsa_sign` as
 //! its nonce function.

@@ -5,8 +5,8 @@
 //! `sha256rnds2` (each pair of rounds waits for the previous), while the
 //! unit can start a new one before that latency has passed. Interleaving
 //! the rounds of two messages fills those slots, so two digests cost little
-//! more than one (measured about 1.7x the throughput of one stream on the
-//! AMD Zen 4 bench machine). Where the extensions are missing (or on other
+//! more than one (`repo.frame_verify/car-only`, whose block hashes go
+//! through here, shows it). Where the extensions are missing (or on other
 //! architectures), [`digest_pair`] is simply two `sha2` digests.
 //!
 //! [`digest_pair_logged`] also hands out the intermediate state after each

@@ -424,8 +424,8 @@ fn first_failure(failed: &Cell<Option<Field>>, f: Field) {
 /// field (in event order) whose cut failed. The four string sections are
 /// contiguous in `Parts::strings`, so each field's state is one offset into
 /// it (or into `Parts::payloads`), owned by the row closure rather than
-/// reached through references: ~15 % faster per row than per-section slice
-/// cursors (interleaved same-process A/B on the AMD EPYC box). The sums
+/// reached through references: faster per row than per-section slice
+/// cursors (interleaved same-process A/B of `segment.decode_columns`). The sums
 /// equal the section lengths, so no cut crosses a section or fails; each
 /// stays checked against its region anyway (a wrapped offset fails the
 /// check and becomes a typed error, never a panic). The loop is infallible

@@ -142,7 +142,8 @@ impl WalBacklog {
 /// arriving while it copies. A `RESTART` checkpoint from that thread would
 /// force it, but holds the write lock while it copies what arrived
 /// meanwhile and, contending with a writer that takes the lock back right
-/// away, held it for 20-90 ms per restart (measured, single caller). So
+/// away, held it for tens of milliseconds per restart (measured with a
+/// single caller on `store.apply_commit/ours.nosync/callers-1`). So
 /// the writer does it itself, between two batches, when asked: a PASSIVE
 /// checkpoint on its own connection copies only the frames written since
 /// the checkpointer's last pass (it has just caught up), never waits for

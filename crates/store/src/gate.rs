@@ -53,10 +53,10 @@ impl Drop for Slot<'_> {
 
 /// Planners allowed at once: `configured`, or one per core when 0.
 ///
-/// One per core, not one per core besides the writer's: on the 2-core bench
-/// machine (10 callers, `examples/profile.rs apply_callers_10`) one planner
-/// gave 4,400-4,640 ops/s, two 4,280-5,050, three 4,250-4,630 and ten
-/// 4,040-4,600. A planner also sleeps (a node read, the gate, its wake-up),
+/// One per core, not one per core besides the writer's: with 10 callers
+/// (`examples/profile.rs apply_callers_10`, alternating runs) one, two and
+/// three planners were within each other's spread on two cores and ten
+/// were slower. A planner also sleeps (a node read, the gate, its wake-up),
 /// and a second one fills those gaps.
 pub(crate) fn planners(configured: usize) -> usize {
     if configured > 0 {

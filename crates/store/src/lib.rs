@@ -41,9 +41,9 @@
 //! write instead of two per frame (header, page). The frames are in the
 //! file before SQLite publishes the commit to other connections, so
 //! readers, the checkpointer and a process killed after an acknowledged
-//! write see exactly what they would without it. On the 2-core bench VM
-//! this cut a single caller's kernel time per createRecord from ~190 µs to
-//! ~70 µs.
+//! write see exactly what they would without it. It cut most of a single
+//! caller's kernel time per createRecord (`examples/profile.rs`,
+//! `store.apply_commit/ours.nosync/callers-1`).
 //!
 //! The CPU-heavy half of a commit (lazy MST update, covering proof, k256
 //! signature) is a `plan::Plan`. A lone caller commits on its own thread

@@ -74,9 +74,9 @@ const BUSY_GIVE_UP: Duration = Duration::from_secs(10);
 /// The busy handler of every connection (instead of `busy_timeout`): retry
 /// every 50 µs for the first 5 ms, then every 1 ms, up to [`BUSY_GIVE_UP`].
 /// SQLite's own handler sleeps 1, 2, 5, 10, 15, 20, 25 ... ms between
-/// tries, so a connection blocked for a moment slept for tens of ms (when
-/// the checkpointer still forced WAL RESTARTs, a single caller's
-/// `BEGIN IMMEDIATE` averaged ~320 µs).
+/// tries, so a connection blocked for a moment slept for tens of ms (which
+/// showed in a single caller's `BEGIN IMMEDIATE` when the checkpointer
+/// still forced WAL RESTARTs).
 fn wait_briefly(attempt: i32) -> bool {
     let attempt = u32::try_from(attempt).unwrap_or(0);
     let (fast, fast_step, slow_step) =
@@ -202,8 +202,8 @@ ALTER TABLE repo_root ADD COLUMN status TEXT;
 /// unversioned block (each holding its bytes) and its partial-index entry.
 /// The partial index now holds `repo_rev` too (and the primary key, as
 /// every index of a WITHOUT ROWID table), so finding and counting
-/// unversioned blocks never reads a block row: 2,000 blocks counted in
-/// ~0.3 ms instead of ~7 ms of table lookups.
+/// unversioned blocks never reads a block row (an index-only count instead
+/// of a table lookup per block).
 const V3: &str = r#"
 DROP INDEX repo_blocks_norev;
 CREATE INDEX repo_blocks_norev ON repo_blocks (did, repo_rev) WHERE repo_rev IS NULL;

@@ -34,12 +34,12 @@ pub struct Config {
     /// are what a power loss (not a process crash) can take back; with
     /// [`durable`](Self::durable) every commit is synced anyway.
     ///
-    /// Measured on the 2-core bench VM (nosync createRecord,
-    /// `examples/profile.rs`, alternating runs): 20 ms with an 8192-frame
-    /// restart gave 6,400-6,900 ops/s at 10 callers and 4,800-6,100 at one;
-    /// 200 ms with 16384 frames 6,600-8,800 and 4,900-6,400 (the bench's
-    /// runner), and the checkpointer's share of the CPU fell from 16 % to
-    /// 12 % (perf, 10 callers). Values under 1 ms count as 1 ms.
+    /// Chosen with alternating runs of `examples/profile.rs` (nosync
+    /// createRecord) and `store.apply_commit/ours.nosync/callers-{1,10}`:
+    /// 200 ms with a 16384-frame restart was at least as fast as 20 ms with
+    /// 8192 frames at both 1 and 10 callers, and the checkpointer took a
+    /// smaller share of the CPU (perf, 10 callers). Values under 1 ms count
+    /// as 1 ms.
     pub checkpoint_interval: std::time::Duration,
     /// Whether a caller whose commit has others in flight computes its
     /// commit (lazy MST update, proof, signature) on its own thread before
@@ -48,10 +48,9 @@ pub struct Config {
     /// writes the rows (`caller_plan.rs`). On by default. A lone caller
     /// never plans ahead (it commits on its own thread anyway).
     ///
-    /// Measured on the 2-core bench machine (nosync createRecord, 10
-    /// callers on their own accounts, `examples/profile.rs
-    /// apply_callers_10`, alternating runs): 4,280-5,050 ops/s with it,
-    /// 3,060-3,740 with every commit planned by the writer. An earlier
+    /// Faster than every commit planned by the writer on
+    /// `examples/profile.rs apply_callers_10` (nosync createRecord, 10
+    /// callers on their own accounts, alternating runs). An earlier
     /// version planned on a reader snapshot (root and record index read
     /// through SQL, nodes read back from `repo_blocks`) with every caller
     /// planning at once, and was slower than the writer alone; plans now
