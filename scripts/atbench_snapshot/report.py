@@ -129,7 +129,7 @@ def verdicts(
         return lines
     if baseline.by_hand and baseline.differences:
         lines += [
-            f"**⚠ Baseline chosen by hand from another machine** ({baseline.file_name}: "
+            f"**⚠ Baseline chosen by hand from a machine that differs** ({baseline.file_name}: "
             + "; ".join(cell(d) for d in baseline.differences)
             + "): the verdicts below may be the machine's.",
             "",

@@ -106,7 +106,7 @@ class BaselineSearchTest(MachineCase):
         first = self.root / "bench-history" / f"bench-{stamp_of(T1)}.json"
         self.snapshot("run-b", T3, "--baseline", str(first))
         verdicts = md_section(latest_md(self.root), "Verdicts")
-        self.assertIn("Baseline chosen by hand from another machine", verdicts)
+        self.assertIn("Baseline chosen by hand from a machine that differs", verdicts)
         self.assertIn("**2 regression(s), 1 improvement(s)**", verdicts)
 
 
