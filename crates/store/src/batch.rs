@@ -12,8 +12,8 @@
 //! rolled back alone, the others keep their writes), commits once (one WAL
 //! append, one fsync under `synchronous = FULL`), and only then answers
 //! every caller in it. Savepoints are not free (SQLite first copies every
-//! page a job dirties into the statement journal: ~5 % of a createRecord's
-//! writer time), so a batch of one job runs without one, and so do commits
+//! page a job dirties into the statement journal, a visible share of a
+//! createRecord's writer time in callgrind and perf), so a batch of one job runs without one, and so do commits
 //! (`Task::unguarded`): they check everything before their first write, so
 //! a failing one has written nothing; should one fail while writing its
 //! rows (an I/O error, say), the whole batch is rolled back and every
@@ -288,8 +288,8 @@ fn run_batch(w: &mut Writer, batch: &mut [Box<dyn Job>]) -> std::result::Result<
     for job in batch.iter_mut() {
         let seq_before = w.next_seq;
         // A savepoint is not free: SQLite copies every page the job then
-        // dirties into the statement journal first (callgrind and perf:
-        // ~5 % of a createRecord's writer time, in `subjournalPage`). A job
+        // dirties into the statement journal first (callgrind and perf show
+        // it in `subjournalPage` on `store.apply_commit`). A job
         // alone needs none (rolling the transaction back undoes exactly its
         // writes), nor does an unguarded one (see `Job::guarded`).
         if alone || !job.guarded() {

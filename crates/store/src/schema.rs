@@ -29,8 +29,8 @@ pub const PRAGMAS: &[(&str, &str)] = &[
 /// A smaller page cache: at every COMMIT SQLite truncates the connection's
 /// page cache (`pager_end_transaction` -> `pcache1TruncateUnsafe`), which
 /// walks a hash table sized by the pages cached, so with 64 MiB it grew
-/// with the database (callgrind, 30k-record repo: 332K of 3.97M
-/// instructions per create+delete; with 8 MiB 3.40M in all, -14%). Misses
+/// with the database (callgrind on a create+delete against a 30k-record
+/// repo: the smaller cache ran fewer instructions in all). Misses
 /// are served from the memory map; MST nodes are cached above SQLite.
 pub const WRITER_PRAGMAS: &[(&str, &str)] = &[("cache_size", "-8192")];
 
