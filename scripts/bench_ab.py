@@ -7,8 +7,10 @@
 
 A is REF, checked out (detached) into the worktree target/ab/base-<sha12>; B is the working
 tree at --root, dirty or not. Both builds' bench executables are built once with the same
-features and profile (`cargo bench --no-run`, one shared target dir so dependencies are built
-once) and copied to target/ab/bin/<a|b>-<sha12>/. They then run alternately, A B A B ..., for N
+features and profile (`cargo bench --no-run`) and copied to target/ab/bin/<a|b>-<sha12>/.
+A builds in a target dir of its own, target/ab/target-base (kept, so later A/Bs reuse its
+dependencies): cargo's fingerprints are relative to the workspace root, so one target dir
+shared by two checkouts lets a build take the other checkout's compiled crates for its own. They then run alternately, A B A B ..., for N
 rounds (default 5) over the same selected benchmarks, each run with its own Criterion output
 (CRITERION_HOME=target/ab/out/<stamp>/<side>/round-<k>). Per id: each round's median for A and
 B, the ratio B/A per round, the median ratio and its spread (max - min over rounds). The
@@ -286,7 +288,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--env-b", type=_env_pair, action="append", default=[], help="KEY=VALUE for B only")
     parser.add_argument("--features", default="bench-internals", help="cargo features (default bench-internals)")
     parser.add_argument("--root", type=Path, default=REPO_ROOT, help="the working tree (B)")
-    parser.add_argument("--target-dir", type=Path, help="shared cargo target dir (default ROOT/target)")
+    parser.add_argument("--target-dir", type=Path, help="B's cargo target dir, A's under it (default ROOT/target)")
     parser.add_argument("--history-dir", type=Path, help="where ab-<UTC>.md goes (default ROOT/bench-history)")
     return parser.parse_args(argv)
 
@@ -309,7 +311,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> tuple[str, list[Row]]:
         raise AbError(f"unknown bench area {', '.join(unknown)} (known: {', '.join(known)})")
     tree_a = base_worktree(root, a_sha, ab_dir)
     progress(f"building A ({a_sha[:12]}) in {tree_a}")
-    exe_a = build(tree_a, areas, args.features, target_dir, ab_dir / "bin" / f"a-{a_sha[:12]}")
+    exe_a = build(tree_a, areas, args.features, ab_dir / "target-base", ab_dir / "bin" / f"a-{a_sha[:12]}")
     progress(f"building B ({b_sha[:12]}{', dirty' if dirty else ''}) in {root}")
     exe_b = build(root, areas, args.features, target_dir, ab_dir / "bin" / f"b-{b_sha[:12]}")
     a, b = Side("a", a_sha, tree_a, exe_a), Side("b", b_sha, root, exe_b)
