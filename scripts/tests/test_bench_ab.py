@@ -132,7 +132,7 @@ class ArgumentErrorTest(unittest.TestCase):
 @unittest.skipIf(shutil.which("cargo") is None, "cargo is not on PATH: no fixture bench to build")
 class EndToEndTest(unittest.TestCase):
     """Builds the fixture bench twice (target dir shared under the repository's target/) and runs
-    three rounds; B sets AB_FIXTURE_SLOW=1, which makes beta five times the work."""
+    three rounds; B sets AB_FIXTURE_SLOW=1, which makes beta ten times the work."""
 
     def test_flags_exactly_the_slowed_id(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
