@@ -24,7 +24,7 @@ use criterion::Throughput;
 use sha2::{Digest, Sha256};
 
 use crate::config::Preset;
-use crate::target::BenchTarget;
+use crate::target::{BenchTarget, Group};
 
 /// Size of the buffer the integer loop mixes and SHA-256 hashes.
 pub const LEN: usize = 1 << 20;
@@ -88,12 +88,23 @@ fn table() -> &'static [u32] {
     TABLE.get_or_init(|| walk_table(WALK_BYTES / 4))
 }
 
-/// Registers and runs every calibration kernel.
-pub fn run(target: &mut BenchTarget) {
-    let (warm_up, measurement) = match target.preset() {
+/// The kernels' shorter times and `throughput` on an opened group (the
+/// kernels together must stay a small part of a target's run).
+fn tune(group: &mut Group<'_>, preset: Preset, throughput: Throughput) {
+    let (warm_up, measurement) = match preset {
         Preset::Full => (Duration::from_millis(500), Duration::from_millis(2000)),
         Preset::Quick => (Duration::from_millis(100), Duration::from_millis(400)),
     };
+    group
+        .criterion()
+        .warm_up_time(warm_up)
+        .measurement_time(measurement);
+    group.throughput(throughput);
+}
+
+/// Registers and runs every calibration kernel.
+pub fn run(target: &mut BenchTarget) {
+    let preset = target.preset();
     let data = input();
 
     let expected = mix(&data);
@@ -118,11 +129,7 @@ pub fn run(target: &mut BenchTarget) {
     // A cycle through every slot: the walk never lands back on 0 early.
     assert_ne!(end, 0, "the walk table is not one cycle");
     let mut group = target.group("calibrate.memory_latency");
-    group
-        .criterion()
-        .warm_up_time(warm_up)
-        .measurement_time(measurement);
-    group.throughput(Throughput::Elements(HOPS as u64));
+    tune(&mut group, preset, Throughput::Elements(HOPS as u64));
     group.bench("walk", "256MiB", |b| {
         b.iter(|| {
             let at = walk(black_box(next), black_box(0), HOPS);
@@ -138,12 +145,8 @@ pub fn run(target: &mut BenchTarget) {
     destination.copy_from_slice(&source);
     assert!(destination == source, "the streaming copy lost bytes");
     let mut group = target.group("calibrate.copy");
-    group
-        .criterion()
-        .warm_up_time(warm_up)
-        .measurement_time(measurement)
-        .sample_size(10);
-    group.throughput(Throughput::Bytes(COPY_BYTES as u64));
+    tune(&mut group, preset, Throughput::Bytes(COPY_BYTES as u64));
+    group.criterion().sample_size(10);
     group.bench("stream", "64MiB", |b| {
         b.iter(|| {
             destination.copy_from_slice(black_box(&source));
@@ -162,11 +165,7 @@ pub fn run(target: &mut BenchTarget) {
     }
     assert_eq!(pieces.finalize(), digest, "sha2 disagrees with itself");
     let mut group = target.group("calibrate.sha256");
-    group
-        .criterion()
-        .warm_up_time(warm_up)
-        .measurement_time(measurement);
-    group.throughput(Throughput::Bytes(LEN as u64));
+    tune(&mut group, preset, Throughput::Bytes(LEN as u64));
     group.bench("sha2", "1MiB", |b| {
         b.iter(|| {
             let got = Sha256::digest(black_box(&data));
