@@ -57,13 +57,14 @@ def _moment(value: str) -> datetime:
         raise argparse.ArgumentTypeError(f"{value!r} is not a UTC time like 2026-11-30T20:00:00Z") from error
 
 
-def _noise_floor(value: str) -> float:
+def percentage(value: str) -> float:
+    """An argparse type: a non-negative percentage, as a fraction (bench_ab.py's --floor too)."""
     try:
         percent = float(value)
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"{value!r} is not a percentage") from error
     if percent < 0:
-        raise argparse.ArgumentTypeError("the noise floor cannot be negative")
+        raise argparse.ArgumentTypeError("a percentage floor cannot be negative")
     return percent / 100
 
 
@@ -80,7 +81,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--noise-floor",
-        type=_noise_floor,
+        type=percentage,
         default=DEFAULT_NOISE_FLOOR,
         help="percent |Δ time| below which a change is never flagged (default 5)",
     )
