@@ -286,6 +286,18 @@ pub struct CidBuildHasher {
 }
 
 impl Default for CidBuildHasher {
+    /// Constant keys: the `fixed-hash-keys` feature, for instruction
+    /// counts that repeat (see Cargo.toml).
+    #[cfg(feature = "fixed-hash-keys")]
+    fn default() -> Self {
+        CidBuildHasher {
+            k0: 0x243f_6a88_85a3_08d3,
+            k1: 0x1319_8a2e_0370_7344,
+        }
+    }
+
+    /// Per-process random keys.
+    #[cfg(not(feature = "fixed-hash-keys"))]
     fn default() -> Self {
         static KEYS: LazyLock<(u64, u64)> = LazyLock::new(|| {
             let s = std::collections::hash_map::RandomState::new();

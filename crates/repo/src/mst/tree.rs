@@ -8,7 +8,7 @@ use super::loader::{Fresh, Loader, NodeCache};
 use super::node::{Key, Node, encode_node};
 use super::source::BlockSource;
 use super::{MAX_LAYER, MstError, key_height, validate_key};
-use crate::cid::{Cid, CidMap};
+use crate::cid::{Cid, CidBuildHasher, CidMap};
 
 /// What a commit of the edits produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -370,7 +370,8 @@ impl<S: BlockSource> Mst<S> {
         }
         let commit = self.commit()?;
         let mut proof = Vec::new();
-        let mut seen = HashSet::new();
+        // Keyed like every CID map (CidBuildHasher), not by SipHash.
+        let mut seen = HashSet::with_hasher(CidBuildHasher::default());
         for op in ops {
             for cid in self.covering_proof(op.key())? {
                 if seen.insert(cid) {
