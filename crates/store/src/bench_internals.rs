@@ -1,6 +1,8 @@
 //! The narrow facade `--bench store` uses: the PRAGMA list and the
-//! index-only write unit (Tranquil's metastore unit of work).
+//! index-only write unit (Tranquil's metastore unit of work), and one
+//! commit's planning over an in-memory account (`--bench instructions`).
 
+pub use crate::plan_detached::{DetachedRepo, PlannedCommit};
 pub use crate::schema::{WRITER_PRAGMAS, pragmas};
 
 use rusqlite::params;

@@ -99,6 +99,10 @@ mod import;
 mod node_pos;
 mod node_rows;
 mod plan;
+// Commit planning over an in-memory account: counted by `--bench
+// instructions` and checked by its own tests; not part of the store's API.
+#[cfg(any(test, feature = "bench-internals"))]
+mod plan_detached;
 mod read;
 mod render;
 pub mod schema;

@@ -1,0 +1,249 @@
+//! One commit's planning with no SQLite and no threads: the CPU half of a
+//! `createRecord` ([`crate::plan`]: the lazy MST edit, the covering proof,
+//! the signed commit and the `#commit` CAR slice) over an account whose
+//! blocks are in memory.
+//!
+//! Why it exists: this is the part of the write path whose cost is pure
+//! computation, so it is what `--bench instructions` counts
+//! (`instructions.store/plan_commit/10k`) and what the plan unit tests
+//! check end to end (the CAR verifies under the account's key). It runs the
+//! same [`crate::plan::plan_commit`] the writer and the caller-side
+//! planners run, with [`Current::Mst`] (the MST's own leaves as the current
+//! CIDs, as a caller's plan uses) and a cold node cache, so every node on
+//! the written key's path is decoded from the in-memory blocks.
+//!
+//! Determinism, for counting: the base commit's rev is far in the future
+//! (year 2096), so the next rev is that rev plus one microsecond whatever
+//! the clock says, and the commit's bytes, hashes and RFC 6979 signature
+//! depend only on the inputs. The node-position map hashes with
+//! [`repo::cid::CidBuildHasher`], which is not randomly seeded.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use repo::Cid;
+use repo::commit::UnsignedCommit;
+use repo::crypto::Keypair;
+use repo::mst::{MemoryBlockStore, Mst, NodeCache};
+use repo::syntax::{Tid, TidGenerator, validate_did, validate_nsid, validate_record_key};
+
+use crate::WriteAction;
+use crate::error::Result;
+use crate::node_pos::NodePositions;
+use crate::plan::{Current, plan_commit};
+use crate::writer::{Prepared, Root};
+
+/// The base commit's rev timestamp: 2096-10-02, far past any clock this
+/// runs under, so the planned rev never reads the clock's value.
+const FUTURE_REV_MICROS: u64 = 4_000_000_000_000_000;
+
+/// An account's repository held in memory: its blocks, its root, its key.
+pub struct DetachedRepo {
+    did: String,
+    key: Keypair,
+    blocks: MemoryBlockStore,
+    root: Root,
+}
+
+/// What [`DetachedRepo::plan_create`] computed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedCommit {
+    /// The new signed commit's CID.
+    pub commit: Cid,
+    /// The new commit's rev.
+    pub rev: String,
+    /// The new MST root.
+    pub data: Cid,
+    /// The `#commit` event's CAR slice (commit, record, new nodes, proof).
+    pub car: Vec<u8>,
+    /// How many MST nodes the commit wrote.
+    pub new_nodes: usize,
+}
+
+impl DetachedRepo {
+    /// Builds `did`'s repository from `records` (`(collection, rkey,
+    /// DAG-CBOR)`), signs its base commit with `key`.
+    pub fn new(did: &str, key: Keypair, records: &[(&str, &str, Vec<u8>)]) -> Result<Self> {
+        validate_did(did)?;
+        let mut blocks = MemoryBlockStore::new();
+        let mut mst = Mst::empty(MemoryBlockStore::new());
+        for (collection, rkey, bytes) in records {
+            validate_nsid(collection)?;
+            validate_record_key(rkey)?;
+            let cid = blocks.put_dag_cbor(bytes.clone());
+            mst.insert(&format!("{collection}/{rkey}"), cid)?;
+        }
+        let built = mst.commit()?;
+        for (cid, bytes) in built.new_blocks {
+            blocks.put(cid, bytes);
+        }
+        let rev = Tid::from_parts(FUTURE_REV_MICROS, 0);
+        let (commit, commit_bytes) = UnsignedCommit::new(did, built.root, rev)
+            .sign(&key)
+            .to_block();
+        blocks.put(commit, commit_bytes);
+        Ok(DetachedRepo {
+            did: did.to_owned(),
+            key,
+            blocks,
+            root: Root {
+                commit,
+                rev: rev.to_string(),
+                data: built.root,
+                key: None,
+            },
+        })
+    }
+
+    /// The base MST root.
+    pub fn data(&self) -> Cid {
+        self.root.data
+    }
+
+    /// Plans a commit that creates `collection/rkey` holding `record` (its
+    /// CID computed here) on top of the base commit, which is left as it
+    /// is: every call plans from the same base with a cold node cache.
+    pub fn plan_create(
+        &self,
+        collection: &str,
+        rkey: &str,
+        record: Vec<u8>,
+    ) -> Result<PlannedCommit> {
+        validate_nsid(collection)?;
+        validate_record_key(rkey)?;
+        let path = format!("{collection}/{rkey}");
+        let write = Prepared {
+            action: WriteAction::Create,
+            collection: collection.to_owned(),
+            rkey: rkey.to_owned(),
+            path,
+            block: Some((Cid::for_dag_cbor(&record), record)),
+            blobs: Vec::new(),
+            swap_record: None,
+        };
+        let positions = RefCell::new(NodePositions::new(1 << 16, Arc::new(AtomicU64::new(0))));
+        let tids = TidGenerator::new(0);
+        let (plan, _cache) = plan_commit(
+            &self.blocks,
+            &positions,
+            Current::Mst,
+            NodeCache::new(0),
+            &tids,
+            &self.did,
+            &self.root,
+            &self.key,
+            std::slice::from_ref(&write),
+            None,
+        );
+        let plan = plan?;
+        Ok(PlannedCommit {
+            commit: plan.commit.0,
+            rev: plan.rev,
+            data: plan.result.commit.root,
+            new_nodes: plan.result.commit.new_blocks.len(),
+            car: plan.car,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::StoreError;
+    use repo::car::CarSlice;
+    use repo::commit::CommitRef;
+    use repo::crypto::Algorithm;
+
+    fn record(i: usize) -> Vec<u8> {
+        let json = serde_json::json!({
+            "$type": "app.bsky.feed.post",
+            "text": format!("post {i}"),
+            "createdAt": "2024-06-01T00:00:00.000Z",
+        });
+        let value = repo::cbor::json::from_json_value(&json).expect("valid record");
+        repo::cbor::to_vec(&value)
+    }
+
+    fn repo_of(n: usize) -> DetachedRepo {
+        let key = Keypair::from_bytes(Algorithm::K256, &[7u8; 32]).expect("valid secret");
+        let rkeys: Vec<String> = (0..n)
+            .map(|i| Tid::from_parts(1_717_200_000_000_000 + i as u64 * 1000, 1).to_string())
+            .collect();
+        let records: Vec<(&str, &str, Vec<u8>)> = rkeys
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ("app.bsky.feed.post", r.as_str(), record(i)))
+            .collect();
+        DetachedRepo::new("did:plc:detachedplan0000000000", key, &records).expect("builds")
+    }
+
+    #[test]
+    fn planned_commit_is_signed_and_its_car_covers_the_new_record() {
+        let repo = repo_of(200);
+        let rkey = Tid::from_parts(1_800_000_000_000_000, 3).to_string();
+        let planned = repo
+            .plan_create("app.bsky.feed.post", &rkey, record(999))
+            .expect("plans");
+        let next = Tid::from_parts(FUTURE_REV_MICROS + 1, 0).to_string();
+        assert_eq!(
+            planned.rev, next,
+            "the rev follows the base rev, not the clock"
+        );
+        let car = CarSlice::parse(&planned.car, true).expect("CAR verifies");
+        let commit = CommitRef::decode(car.get(&planned.commit).expect("commit block"))
+            .expect("commit decodes");
+        assert_eq!(commit.data, planned.data);
+        assert_ne!(planned.data, repo.data(), "the tree changed");
+        let key = Keypair::from_bytes(Algorithm::K256, &[7u8; 32]).expect("valid secret");
+        commit
+            .verify(&key.public_key())
+            .expect("signed by the account key");
+        let record_cid = Cid::for_dag_cbor(&record(999));
+        assert!(
+            car.get(&record_cid).is_some(),
+            "the new record is in the CAR"
+        );
+        // The proof lets a consumer walk from the new root to the new key.
+        let mut proof = MemoryBlockStore::new();
+        for (cid, bytes) in &car.blocks {
+            proof.put(*cid, bytes.to_vec());
+        }
+        let found = Mst::load(&proof, planned.data)
+            .get(&format!("app.bsky.feed.post/{rkey}"))
+            .expect("path is covered");
+        assert_eq!(found, Some(record_cid));
+    }
+
+    #[test]
+    fn planning_twice_gives_the_same_bytes() {
+        let repo = repo_of(50);
+        let rkey = Tid::from_parts(1_800_000_000_000_000, 3).to_string();
+        let a = repo
+            .plan_create("app.bsky.feed.post", &rkey, record(1))
+            .expect("plans");
+        let b = repo
+            .plan_create("app.bsky.feed.post", &rkey, record(1))
+            .expect("plans");
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn bad_input_is_a_typed_error() {
+        let repo = repo_of(3);
+        let first = Tid::from_parts(1_717_200_000_000_000, 1).to_string();
+        assert!(matches!(
+            repo.plan_create("app.bsky.feed.post", &first, record(0)),
+            Err(StoreError::RecordExists(_))
+        ));
+        assert!(
+            repo.plan_create("not an nsid", "abc", record(0)).is_err(),
+            "bad collection"
+        );
+        assert!(
+            repo.plan_create("app.bsky.feed.post", "a/b", record(0))
+                .is_err(),
+            "bad rkey"
+        );
+    }
+}
