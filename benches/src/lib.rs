@@ -14,12 +14,14 @@
 //!   sha-256), each its own `calibrate.*` id, that run
 //!   with every target, so a snapshot can tell a slower machine from a
 //!   slower code path.
+//! - [`inputs`]: inputs more than one target builds the same way.
 //! - [`sidecar`]: where the harness writes what Criterion does not record
 //!   (latency percentiles, run context) for `scripts/bench_snapshot.py`.
 
 pub mod calibrate;
 pub mod callers;
 pub mod config;
+pub mod inputs;
 pub mod registry;
 pub mod sidecar;
 pub mod target;

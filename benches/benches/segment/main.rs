@@ -9,8 +9,6 @@
 use std::path::PathBuf;
 
 use benches::target::{BenchTarget, Budget};
-use datagen::segment::SegEvent;
-use segment::{EventRef, Kind};
 
 mod compact;
 mod format;
@@ -20,22 +18,7 @@ mod wire;
 mod write;
 
 /// Borrowed segment events over generated ones.
-pub fn refs(events: &[SegEvent]) -> Vec<EventRef<'_>> {
-    events
-        .iter()
-        .map(|e| EventRef {
-            seq: e.seq,
-            witnessed_at: e.witnessed_at,
-            indexed_at: e.indexed_at,
-            kind: Kind::from_u8(e.kind).unwrap_or(Kind::Create),
-            did: &e.did,
-            collection: &e.collection,
-            rkey: &e.rkey,
-            rev: &e.rev,
-            payload: &e.payload,
-        })
-        .collect()
-}
+pub use benches::inputs::segment_refs as refs;
 
 /// The directory benchmark files go to (created; removed on drop).
 pub fn bench_dir() -> tempfile::TempDir {
