@@ -39,6 +39,27 @@ fn opened_groups(source: &str) -> Vec<String> {
     names
 }
 
+/// The groups a gungraun source counts: `instructions.<f>` for every
+/// `#[library_benchmark]` function `f` (see
+/// `benches/benches/instructions/main.rs`).
+fn counted_groups(source: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = source;
+    while let Some(at) = rest.find("#[library_benchmark]") {
+        rest = &rest[at..];
+        if let Some(f) = rest.find("\nfn ") {
+            rest = &rest[f + "\nfn ".len()..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            names.push(format!("instructions.{}", &rest[..end]));
+        } else {
+            break;
+        }
+    }
+    names
+}
+
 /// The bench target a file under `benches/benches/` belongs to.
 fn target_of(path: &Path) -> String {
     let relative = path
@@ -63,7 +84,10 @@ fn every_opened_group_is_registered_and_nothing_is_stale() {
     let mut opened: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in &files {
         let source = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{e}"));
-        for group in opened_groups(&source) {
+        for group in opened_groups(&source)
+            .into_iter()
+            .chain(counted_groups(&source))
+        {
             check_group(&group).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
             opened.entry(group).or_default().insert(target_of(file));
         }
@@ -95,6 +119,16 @@ fn every_opened_group_is_registered_and_nothing_is_stale() {
     assert!(
         stale.is_empty(),
         "units.toml lists groups no bench opens: {stale:?}"
+    );
+}
+
+#[test]
+fn counted_functions_are_found() {
+    let source = "#[library_benchmark]\n#[bench::a__1(x)]\nfn crc32(x: u8) {}\n\
+                  fn other() {}\n#[library_benchmark]\nfn mst_add() {}";
+    assert_eq!(
+        counted_groups(source),
+        ["instructions.crc32", "instructions.mst_add"]
     );
 }
 

@@ -76,6 +76,8 @@
 //! `types` (public values), `read` (lookups, getRecord, listRecords),
 //! `blobs`, `sync` (export, catch-up, import, check), `accounts`
 //! (`#identity` / `#account` state and events), `writer` (the write path),
+//! `plan` (a commit's CPU half), `plan_detached` (that over an account held
+//! in memory: tests and `--bench instructions` only),
 //! `schema` (PRAGMAs, migrations, startup), `render`, `cid_cache`, `vfs`
 //! (the writer's WAL write coalescing).
 //!
