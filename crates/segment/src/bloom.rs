@@ -325,6 +325,12 @@ mod tests {
     }
 
     #[test]
+    fn the_block_bloom_limit_is_the_size_for_a_full_block() {
+        let most = serialized_size(sizing(crate::MAX_BLOCK_EVENTS as u64).1);
+        assert_eq!(most, crate::format::MAX_BLOCK_BLOOM_BYTES);
+    }
+
+    #[test]
     fn sizing_reproduces_observed_sizes() {
         for n in 0..=3 {
             assert_eq!(sizing(n), (15, 1), "capacity {n}");

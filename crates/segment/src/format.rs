@@ -1,5 +1,28 @@
 //! The file's fixed structures: the 256-byte header, block index entries,
 //! the per-block bloom region header and the collection index.
+//!
+//! # Limits a reader enforces before it sizes any allocation
+//!
+//! Every count, length and offset below comes from the file, so each is
+//! checked against the format's limits and against the bytes the file
+//! holds before it decides how much memory to ask for:
+//!
+//! | structure | bound |
+//! |---|---|
+//! | blocks | at most [`MAX_BLOCKS`] (2^20); the block index is exactly 52 B each, so at most 52 MiB |
+//! | events per block | at most [`crate::MAX_BLOCK_EVENTS`] (2^18), each taking at least 34 body bytes |
+//! | a block frame | `compressed_size` at most zstd's compress bound of `uncompressed_size`, which is at most [`crate::MAX_DECODED`] (1 GiB); the frame must lie before the footer |
+//! | segment DID bloom | at most the size [`crate::bloom::sizing`] gives for the header's `event_count` (a writer sizes it for the unique DIDs, never more than the events) |
+//! | one block's DID bloom | at most [`MAX_BLOCK_BLOOM_BYTES`], the size for `MAX_BLOCK_EVENTS` keys; the region is exactly `8 + count x size` bytes |
+//! | collection index | its decoded body at most `260 x collections + blocks x mask_len` bytes, its frame at most zstd's bound of that; nothing may follow it |
+//!
+//! A checked open therefore holds at most the block index, the segment
+//! bloom and the collection index in memory at once (the per-block bloom
+//! region is hashed in 1 MiB pieces and not kept), each within its bound
+//! above and never larger than the file; it reads nothing past the
+//! collection index's bound, so junk appended to a sealed file is refused
+//! before it is read. `Segment::events` grows its output block by block
+//! as blocks decode, never from the header's `event_count`.
 
 use std::collections::HashMap;
 
@@ -20,6 +43,12 @@ pub const MAX_BLOCKS: u32 = 1 << 20;
 pub const MAX_COLLECTIONS: u32 = 1 << 20;
 /// Bytes of the collection index header.
 pub const COLLECTION_HEADER_LEN: usize = 16;
+/// Largest serialized per-block DID bloom: the size for
+/// [`crate::MAX_BLOCK_EVENTS`] keys.
+pub const MAX_BLOCK_BLOOM_BYTES: u64 = 534_809;
+/// Largest bytes of one collection-index entry: a length byte, the count
+/// (`u32`) and a name of at most 255 bytes.
+const MAX_COLLECTION_ENTRY: u64 = 1 + 4 + 255;
 
 /// Little-endian field reader over a slice whose length the caller checked.
 pub(crate) struct Cursor<'a> {
@@ -297,6 +326,8 @@ pub fn check_block_meta(
         return Err(Error::Footer("block outside the data region"));
     }
     if m.uncompressed_size < 4
+        || m.uncompressed_size as usize > crate::frame::MAX_DECODED
+        || m.compressed_size as u64 > crate::frame::frame_bound(m.uncompressed_size as u64)
         || m.event_count as usize > crate::columns::MAX_BLOCK_EVENTS
         || (m.uncompressed_size as u64) < 4 + 34 * m.event_count as u64
     {
@@ -429,10 +460,10 @@ impl CollectionIndex {
         Ok(())
     }
 
-    /// Decodes a collection index occupying all of `bytes`, for a segment
-    /// of `block_count` blocks.
-    pub fn decode(bytes: &[u8], block_count: u32, zd: &mut Decompressor) -> Result<Self> {
-        let mut c = Cursor::new(bytes);
+    /// Checks the 16-byte collection index header against the limits and
+    /// returns the most bytes the whole index (header and frame) can take.
+    pub fn max_len(head: &[u8], block_count: u32) -> Result<u64> {
+        let mut c = Cursor::new(head);
         let trunc = || Error::Footer("collection index truncated");
         let count = c.u32().ok_or_else(trunc)?;
         let blocks = c.u32().ok_or_else(trunc)?;
@@ -447,11 +478,32 @@ impl CollectionIndex {
         if mask_len as usize != (count as usize).div_ceil(8) {
             return Err(Error::Footer("collection bitmask length wrong"));
         }
-        // Each entry takes at least 5 bytes.
-        let min = 5 * count as u64 + blocks as u64 * mask_len as u64;
-        if (size as u64) < min {
+        // Each entry takes at least 5 bytes and at most MAX_COLLECTION_ENTRY.
+        let masks = blocks as u64 * mask_len as u64;
+        if (size as u64) < 5 * count as u64 + masks {
             return Err(Error::Footer("collection index smaller than its counts"));
         }
+        if size as u64 > MAX_COLLECTION_ENTRY * count as u64 + masks {
+            return Err(Error::Footer(
+                "collection index larger than its counts allow",
+            ));
+        }
+        Ok(COLLECTION_HEADER_LEN as u64 + crate::frame::frame_bound(size as u64))
+    }
+
+    /// Decodes a collection index occupying all of `bytes`, for a segment
+    /// of `block_count` blocks.
+    pub fn decode(bytes: &[u8], block_count: u32, zd: &mut Decompressor) -> Result<Self> {
+        let max = CollectionIndex::max_len(bytes, block_count)?;
+        if bytes.len() as u64 > max {
+            return Err(Error::Footer("bytes after the collection index"));
+        }
+        let mut c = Cursor::new(bytes);
+        let trunc = || Error::Footer("collection index truncated");
+        let count = c.u32().ok_or_else(trunc)?;
+        let blocks = c.u32().ok_or_else(trunc)?;
+        let mask_len = c.u32().ok_or_else(trunc)?;
+        let size = c.u32().ok_or_else(trunc)?;
         let mut body = Vec::new();
         zd.decompress_into(c.rest(), Some(size as usize), &mut body)?;
         let mut b = Cursor::new(&body);

@@ -15,6 +15,13 @@ pub const MAX_DECODED: usize = 1 << 30;
 const MAX_RATIO: usize = 1 << 16;
 const MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
+/// The most bytes a zstd frame of `decoded` bytes can take, header and
+/// checksum included (zstd's compress bound).
+pub(crate) fn frame_bound(decoded: u64) -> u64 {
+    let n = usize::try_from(decoded).unwrap_or(usize::MAX);
+    zstd_safe::compress_bound(n) as u64
+}
+
 fn zstd_err(code: usize) -> Error {
     Error::Frame(zstd_safe::get_error_name(code).to_owned())
 }

@@ -83,35 +83,61 @@ impl Segment {
     /// Opens and verifies everything the footer holds: the block index
     /// (blocks in the data region, ascending, seq-disjoint), the segment
     /// bloom, the bloom region header, the checksum over header and footer,
-    /// and the collection index.
+    /// and the collection index. Every section's length is checked against
+    /// its bound (`format`'s module docs) before it is read; the per-block
+    /// bloom region is hashed in pieces, not held.
     pub fn open(path: impl AsRef<Path>) -> Result<Segment> {
         let (file, header, len) = Segment::open_header(path.as_ref())?;
-        let footer_len = usize::try_from(len - header.footer_offset)
-            .map_err(|_| Error::Footer("footer larger than memory"))?;
-        let mut bytes = vec![0u8; footer_len];
-        read_at(&file, &mut bytes, header.footer_offset, "read footer")?;
-        let rel = |off: u64| (off - header.footer_offset) as usize;
-
-        let index = format::decode_block_index(
-            &bytes[..rel(header.did_bloom_offset)],
-            header.footer_offset,
-        )?;
-        if index.len() != header.block_count as usize {
-            return Err(Error::Footer("block index size differs from block_count"));
+        let bloom_len = did_bloom_len(&header)?;
+        let region_len = header.collection_index_offset - header.block_did_bloom_offset;
+        let mut region_head = [0u8; 8];
+        if region_len < 8 {
+            return Err(Error::Footer("bloom region truncated"));
         }
-        check_totals(&header, &index)?;
-        let bloom = Bloom::decode(
-            &bytes[rel(header.did_bloom_offset)..rel(header.block_did_bloom_offset)],
+        read_at(
+            &file,
+            &mut region_head,
+            header.block_did_bloom_offset,
+            "read bloom region",
         )?;
-        let region =
-            &bytes[rel(header.block_did_bloom_offset)..rel(header.collection_index_offset)];
-        let region_size = check_region(region, header.block_count)?;
+        let (count, region_size) = format::decode_bloom_region_header(&region_head)?;
+        check_region_shape(region_len, count, region_size, header.block_count)?;
+        let coll_len = len - header.collection_index_offset;
+        let mut coll_head = [0u8; format::COLLECTION_HEADER_LEN];
+        if coll_len < coll_head.len() as u64 {
+            return Err(Error::Footer("collection index truncated"));
+        }
+        read_at(
+            &file,
+            &mut coll_head,
+            header.collection_index_offset,
+            "read collection index",
+        )?;
+        if coll_len > CollectionIndex::max_len(&coll_head, header.block_count)? {
+            return Err(Error::Footer("bytes after the collection index"));
+        }
 
         let mut head = header.encode();
         head[4..12].copy_from_slice(&[0; 8]);
         let mut hasher = Xxh3::new();
         hasher.update(&head[12..]);
-        hasher.update(&bytes);
+        let index_len = header.did_bloom_offset - header.footer_offset;
+        let index_bytes = read_hashed(&file, header.footer_offset, index_len, &mut hasher)?;
+        let bloom_bytes = read_hashed(&file, header.did_bloom_offset, bloom_len, &mut hasher)?;
+        hash_range(
+            &file,
+            header.block_did_bloom_offset,
+            region_len,
+            &mut hasher,
+        )?;
+        let coll_bytes = read_hashed(&file, header.collection_index_offset, coll_len, &mut hasher)?;
+
+        let index = format::decode_block_index(&index_bytes, header.footer_offset)?;
+        if index.len() != header.block_count as usize {
+            return Err(Error::Footer("block index size differs from block_count"));
+        }
+        check_totals(&header, &index)?;
+        let bloom = Bloom::decode(&bloom_bytes)?;
         let computed = hasher.digest();
         let computed = if computed == 0 { 1 } else { computed };
         if computed != header.checksum {
@@ -121,11 +147,7 @@ impl Segment {
             });
         }
         let mut zd = Decompressor::new()?;
-        let collections = CollectionIndex::decode(
-            &bytes[rel(header.collection_index_offset)..],
-            header.block_count,
-            &mut zd,
-        )?;
+        let collections = CollectionIndex::decode(&coll_bytes, header.block_count, &mut zd)?;
         Ok(Segment {
             file,
             header,
@@ -219,9 +241,13 @@ impl Segment {
     /// Every event, in order.
     pub fn events(&self) -> Result<Vec<Event>> {
         let mut buf = BlockBuf::new()?;
-        let mut out = Vec::with_capacity(self.header.event_count as usize);
+        // Grown as blocks decode: the header's event_count is a claim, and
+        // sizing from it would let a crafted header ask for any amount.
+        let mut out = Vec::new();
         for i in 0..self.block_count() {
-            out.extend(self.read_block(i, &mut buf)?.iter().map(EventRef::to_event));
+            let block = self.read_block(i, &mut buf)?;
+            out.reserve(block.len());
+            out.extend(block.iter().map(EventRef::to_event));
         }
         Ok(out)
     }
@@ -231,7 +257,6 @@ impl Segment {
             return Ok(f.region_size);
         }
         let len = self.header.collection_index_offset - self.header.block_did_bloom_offset;
-        let len = usize::try_from(len).map_err(|_| Error::Footer("bloom region too large"))?;
         let mut head = [0u8; 8];
         read_at(
             &self.file,
@@ -264,8 +289,8 @@ impl Segment {
         if let Some(f) = &self.footer {
             return Ok(f.bloom.clone());
         }
-        let len = self.header.block_did_bloom_offset - self.header.did_bloom_offset;
-        let len = usize::try_from(len).map_err(|_| Error::Footer("bloom too large"))?;
+        let len = usize::try_from(did_bloom_len(&self.header)?)
+            .map_err(|_| Error::Footer("bloom too large"))?;
         let mut bytes = vec![0u8; len];
         read_at(
             &self.file,
@@ -334,7 +359,46 @@ fn check_totals(header: &Header, index: &[BlockMeta]) -> Result<()> {
     Ok(())
 }
 
-fn check_region_shape(len: usize, count: u32, size: u32, block_count: u32) -> Result<()> {
+/// The segment DID bloom's length, checked against the most a writer can
+/// need for the header's events (`format`'s limits).
+fn did_bloom_len(header: &Header) -> Result<u64> {
+    let len = header.block_did_bloom_offset - header.did_bloom_offset;
+    let most = crate::bloom::serialized_size(crate::bloom::sizing(header.event_count as u64).1);
+    if len > most {
+        return Err(Error::Footer("DID bloom larger than its events need"));
+    }
+    Ok(len)
+}
+
+/// Reads `len` bytes at `off` (a length checked by the caller against its
+/// bound) and feeds them to the checksum.
+fn read_hashed(file: &File, off: u64, len: u64, hasher: &mut Xxh3) -> Result<Vec<u8>> {
+    let len = usize::try_from(len).map_err(|_| Error::Footer("footer section too large"))?;
+    let mut bytes = vec![0u8; len];
+    read_at(file, &mut bytes, off, "read footer")?;
+    hasher.update(&bytes);
+    Ok(bytes)
+}
+
+/// Feeds `len` bytes at `off` to the checksum, 1 MiB at a time.
+fn hash_range(file: &File, off: u64, len: u64, hasher: &mut Xxh3) -> Result<()> {
+    let mut piece = vec![0u8; (1usize << 20).min(len as usize)];
+    let mut done = 0u64;
+    while done < len {
+        let n = (len - done).min(piece.len() as u64) as usize;
+        read_at(file, &mut piece[..n], off + done, "read bloom region")?;
+        hasher.update(&piece[..n]);
+        done += n as u64;
+    }
+    Ok(())
+}
+
+fn check_region_shape(len: u64, count: u32, size: u32, block_count: u32) -> Result<()> {
+    if size as u64 > format::MAX_BLOCK_BLOOM_BYTES {
+        return Err(Error::Footer(
+            "block bloom larger than a block's events need",
+        ));
+    }
     if count != block_count {
         return Err(Error::Footer("bloom region count differs from block_count"));
     }
@@ -344,16 +408,10 @@ fn check_region_shape(len: usize, count: u32, size: u32, block_count: u32) -> Re
     let expected = (size as u64)
         .checked_mul(count as u64)
         .and_then(|v| v.checked_add(8));
-    if expected != Some(len as u64) {
+    if expected != Some(len) {
         return Err(Error::Footer(
             "bloom region length differs from count x size",
         ));
     }
     Ok(())
-}
-
-fn check_region(region: &[u8], block_count: u32) -> Result<u32> {
-    let (count, size) = format::decode_bloom_region_header(region)?;
-    check_region_shape(region.len(), count, size, block_count)?;
-    Ok(size)
 }
