@@ -69,7 +69,8 @@ pub enum StoreError {
     #[error("CAR: {0}")]
     Car(#[from] repo::car::CarError),
     /// A commit block that does not decode or verify.
-    #[error("commit: {0}")]
+    // CommitError's messages already say "commit:".
+    #[error(transparent)]
     Commit(#[from] repo::commit::CommitError),
     /// An imported repository that is inconsistent.
     #[error("invalid repository: {0}")]
@@ -89,6 +90,46 @@ pub enum StoreError {
     /// File I/O failed.
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    /// I/O on a named file failed.
+    #[error("{}: cannot {op}: {source}", path.display())]
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What was being done to it.
+        op: &'static str,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Another store has the database open for writing.
+    #[error("database {} is in use by {}", path.display(), match pid { Some(p) => format!("pid {p}"), None => "another process".to_owned() })]
+    Locked {
+        /// The database.
+        path: std::path::PathBuf,
+        /// The holder's pid, as its lock file says.
+        pid: Option<u32>,
+    },
+    /// A file that is not one of our databases (left untouched).
+    #[error("{} is not an atbench store: {detail}", path.display())]
+    ForeignDatabase {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What it is instead.
+        detail: String,
+    },
+    /// A write on a store opened read-only.
+    #[error("store {} is open read-only", .0.display())]
+    ReadOnly(std::path::PathBuf),
+    /// A read-only open of a database whose schema needs a migration (a
+    /// writable open does it).
+    #[error("{} has schema version {version}, this build reads {current}: open it for writing once to migrate", path.display())]
+    NeedsMigration {
+        /// The database.
+        path: std::path::PathBuf,
+        /// Its schema version.
+        version: i64,
+        /// This build's.
+        current: i64,
+    },
     /// An `#account` status that is not one of atproto's, or a status on
     /// an active account.
     #[error("invalid account status: {0}")]

@@ -22,6 +22,14 @@
 //!
 //! # Concurrency and durability
 //!
+//! One writer process, many readers: [`Store::open`] takes an exclusive
+//! advisory lock on `<database>.lock` for as long as the store is open, so
+//! a second writer anywhere fails with [`StoreError::Locked`] (naming the
+//! holder's pid) instead of two processes handing out the same sequence
+//! numbers; [`Store::open_read_only`] takes no lock and writes nothing, and
+//! reads while another process writes. Only databases the store created
+//! (stamped with [`APPLICATION_ID`]) are opened; see `ownership.rs`.
+//!
 //! One writer thread owns the read-write connection; every write goes
 //! through its queue and is group-committed (see `writer.rs`): concurrent
 //! writers on different accounts share one transaction and one fsync, and a
@@ -78,7 +86,8 @@
 //! (`#identity` / `#account` state and events), `writer` (the write path),
 //! `plan` (a commit's CPU half), `plan_detached` (that over an account held
 //! in memory: tests and `--bench instructions` only),
-//! `schema` (PRAGMAs, migrations, startup), `render`, `cid_cache`, `vfs`
+//! `ownership` (the writer lock, our databases only), `schema` (PRAGMAs,
+//! migrations, startup), `render`, `cid_cache`, `vfs`
 //! (the writer's WAL write coalescing).
 //!
 //! # Input checks
@@ -100,6 +109,7 @@ mod gate;
 mod import;
 mod node_pos;
 mod node_rows;
+mod ownership;
 mod plan;
 // Commit planning over an in-memory account: counted by `--bench
 // instructions` and checked by its own tests; not part of the store's API.
@@ -131,6 +141,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 pub use accounts::{ACCOUNT_STATUSES, AccountState};
 pub use error::{Result, StoreError};
+pub use ownership::APPLICATION_ID;
 
 pub use schema::StartupReport;
 pub use types::*;
@@ -143,7 +154,8 @@ pub struct Store {
     path: PathBuf,
     config: Config,
     readers: Mutex<Vec<Connection>>,
-    queue: batch::Queue,
+    /// The writer's queue; `None` for a store opened read-only.
+    queue: Option<batch::Queue>,
     writer: Option<JoinHandle<()>>,
     tids: TidGenerator,
     revs: Arc<TidGenerator>,
@@ -157,6 +169,8 @@ pub struct Store {
     /// MST node reads and row updates that had to scan for a node's row.
     node_scans: Arc<std::sync::atomic::AtomicU64>,
     checkpointer: Option<(Sender<()>, JoinHandle<()>)>,
+    /// The exclusive writer lock (`ownership.rs`), released last.
+    _lock: Option<ownership::WriterLock>,
 }
 
 /// A pooled reader connection (returned to the pool on drop).
@@ -186,7 +200,9 @@ impl Drop for Reader<'_> {
 
 impl Drop for Store {
     fn drop(&mut self) {
-        self.queue.close();
+        if let Some(queue) = &mut self.queue {
+            queue.close();
+        }
         if let Some(h) = self.writer.take() {
             let _ = h.join();
         }
@@ -270,10 +286,20 @@ pub(crate) fn collect_blob_links(v: &ValueRef<'_>, out: &mut Vec<Cid>) {
 }
 
 impl Store {
-    /// Opens (creating if needed) the store at `path`.
+    /// Opens (creating if needed) the store at `path` for writing: takes
+    /// the database's exclusive writer lock ([`StoreError::Locked`] names
+    /// the holder's pid) and refuses a file that is not one of our
+    /// databases before changing anything in it
+    /// ([`StoreError::ForeignDatabase`]). One writer process, many
+    /// readers ([`Store::open_read_only`]); see `ownership.rs`.
     pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
+        let identity = ownership::identify(&path)?;
+        let lock = ownership::WriterLock::acquire(&path)?;
         let (conn, report) = schema::startup(&path, config.durable)?;
+        if !matches!(identity, ownership::Identity::Ours { stamped: true, .. }) {
+            ownership::stamp(&conn)?;
+        }
         let revs = Arc::new(TidGenerator::new(0));
         let cids = Arc::new(cid_cache::CidCache::default());
         let node_scans = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -298,7 +324,7 @@ impl Store {
             path,
             config,
             readers: Mutex::new(Vec::new()),
-            queue,
+            queue: Some(queue),
             writer: Some(writer),
             tids: TidGenerator::new(1),
             revs,
@@ -308,7 +334,61 @@ impl Store {
             cids,
             node_scans,
             checkpointer,
+            _lock: Some(lock),
         })
+    }
+
+    /// Opens an existing store for reading only: no writer lock, no
+    /// writer thread, no migration, nothing written to the file, so it
+    /// works while another process writes and on a file it cannot write.
+    /// Every write returns [`StoreError::ReadOnly`]; `current_cid` reads
+    /// the index each time (no cache: another process may write).
+    pub fn open_read_only(path: impl AsRef<Path>, config: Config) -> Result<Store> {
+        let path = path.as_ref().to_path_buf();
+        std::fs::metadata(&path).map_err(|source| StoreError::File {
+            path: path.clone(),
+            op: "open the database",
+            source,
+        })?;
+        match ownership::identify(&path)? {
+            ownership::Identity::Ours { version, .. } if version == schema::SCHEMA_VERSION => {}
+            ownership::Identity::Ours { version, .. } => {
+                return Err(StoreError::NeedsMigration {
+                    path,
+                    version,
+                    current: schema::SCHEMA_VERSION,
+                });
+            }
+            ownership::Identity::Fresh => {
+                return Err(StoreError::ForeignDatabase {
+                    path,
+                    detail: "empty (no store was ever written here)".into(),
+                });
+            }
+        }
+        let node_scans = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let first = schema::open_reader(&path)?;
+        Ok(Store {
+            path,
+            plans: caller_plan::CallerPlans::new(config.planners, node_scans.clone()),
+            config,
+            readers: Mutex::new(vec![first]),
+            queue: None,
+            writer: None,
+            tids: TidGenerator::new(1),
+            revs: Arc::new(TidGenerator::new(0)),
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
+            report: StartupReport::default(),
+            cids: Arc::new(cid_cache::CidCache::default()),
+            node_scans,
+            checkpointer: None,
+            _lock: None,
+        })
+    }
+
+    /// Whether the store was opened with [`Store::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.queue.is_none()
     }
 
     /// The database file.
@@ -361,7 +441,10 @@ impl Store {
         } else {
             Task::unguarded(f, rtx)
         };
-        self.queue.submit(Box::new(task), &rrx)
+        match &self.queue {
+            Some(queue) => queue.submit(Box::new(task), &rrx),
+            None => Err(StoreError::ReadOnly(self.path.clone())),
+        }
     }
 
     /// Creates an account with an empty, signed repository.

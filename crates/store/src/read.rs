@@ -32,6 +32,10 @@ impl Store {
         validate_did(did)?;
         validate_nsid(collection)?;
         validate_record_key(rkey)?;
+        if self.is_read_only() {
+            // No writer here keeps the cache coherent: another process may.
+            return self.current_cid_from_index(did, collection, rkey);
+        }
         let miss = match self.cids.get(did, collection, rkey) {
             Ok(hit) => return Ok(hit),
             Err(miss) => miss,

@@ -8,10 +8,16 @@
 //! atstore [--db PATH] stats
 //! ```
 //!
-//! The database (default `./atstore.sqlite`) is created on first use.
+//! The database (default `./atstore.sqlite`) is created by the first
+//! `import`. `import` opens it for writing and holds its writer lock: a
+//! second writer, in another process too, fails with "database … is in use
+//! by pid N". `get`, `ls`, `export` and `stats` open it read-only (no lock,
+//! nothing written), so they work while another process imports and on a
+//! file they cannot write. A file that is not an atbench store is refused
+//! untouched. Errors name the file they concern.
 
 use std::io::{BufReader, BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -67,14 +73,34 @@ enum Cmd {
 enum CliError {
     #[error("{0}")]
     Store(#[from] StoreError),
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
+    #[error("{}: cannot {op}: {source}", path.display())]
+    File {
+        path: PathBuf,
+        op: &'static str,
+        source: std::io::Error,
+    },
+    #[error("writing the output: {0}")]
+    Stdout(#[from] std::io::Error),
     #[error("{0}")]
     Usage(String),
 }
 
+fn file_error<'p>(
+    path: &'p Path,
+    op: &'static str,
+) -> impl FnOnce(std::io::Error) -> CliError + 'p {
+    move |source| CliError::File {
+        path: path.to_path_buf(),
+        op,
+        source,
+    }
+}
+
 fn run(cli: Cli) -> Result<(), CliError> {
-    let store = Store::open(&cli.db, Config::default())?;
+    let store = match cli.cmd {
+        Cmd::Import { .. } => Store::open(&cli.db, Config::default())?,
+        _ => Store::open_read_only(&cli.db, Config::default())?,
+    };
     let mut out = BufWriter::new(std::io::stdout().lock());
     match cli.cmd {
         Cmd::Import { car, signing_key } => {
@@ -82,7 +108,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 .map(|k| PublicKey::from_did_key(&k))
                 .transpose()
                 .map_err(|e| CliError::Usage(format!("--signing-key: {e}")))?;
-            let file = std::fs::File::open(&car)?;
+            let file = std::fs::File::open(&car).map_err(file_error(&car, "open the CAR"))?;
             let info = store.import_car(BufReader::new(file), key.as_ref())?;
             let n = store.check_repo(&info.did)?;
             writeln!(
@@ -95,7 +121,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 if key.is_some() {
                     ", signature verified"
                 } else {
-                    ""
+                    ", signature NOT checked: no --signing-key"
                 }
             )?;
         }
@@ -140,8 +166,19 @@ fn run(cli: Cli) -> Result<(), CliError> {
             }
         }
         Cmd::Export { did, out: path } => {
-            let file = BufWriter::new(std::fs::File::create(&path)?);
-            let info = store.export_repo(&did, None, file)?;
+            // An unknown account is an error before any file exists.
+            if store.repo_root(&did)?.is_none() {
+                return Err(StoreError::UnknownAccount(did).into());
+            }
+            let file = std::fs::File::create(&path).map_err(file_error(&path, "create"))?;
+            let info = match store.export_repo(&did, None, BufWriter::new(file)) {
+                Ok(info) => info,
+                Err(e) => {
+                    // No partial CAR left behind.
+                    let _ = std::fs::remove_file(&path);
+                    return Err(e.into());
+                }
+            };
             writeln!(
                 out,
                 "exported {did} commit {} ({} blocks, {} bytes) to {}",

@@ -1,0 +1,216 @@
+//! Who may open a database file, and how: one writer process, many readers.
+//!
+//! **One writer.** A store opened for writing holds an exclusive advisory
+//! lock (`flock`) on `<database>.lock` beside the database, with its pid
+//! written in the file, for as long as it is open. A second writer, in
+//! this process or another, gets [`StoreError::Locked`] naming the
+//! database and the holder's pid instead of a store whose cached sequence
+//! numbers collide with the first one's. The kernel drops the lock when
+//! the holder exits, however it exits, so a crash leaves no stale lock
+//! (the file stays, holding the last pid; it is not a lock by itself).
+//! Readers ([`crate::Store::open_read_only`]) take no lock: SQLite's WAL
+//! lets them read while the writer writes.
+//!
+//! **Our databases only.** A database the store creates is stamped with
+//! `PRAGMA application_id` = [`APPLICATION_ID`] (ASCII "atst") and its
+//! schema version in `user_version`. Opening refuses, before changing
+//! anything in it, a file that is not SQLite, or an SQLite database with
+//! another application id or with tables but no stamp
+//! ([`StoreError::ForeignDatabase`]). A database from before the stamp
+//! (our tables, `user_version` set, application id 0) is stamped on its
+//! next writable open.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::error::{Result, StoreError};
+
+/// `PRAGMA application_id` of an atbench store: ASCII "atst".
+pub const APPLICATION_ID: i64 = 0x6174_7374;
+
+/// The writer's hold on a database: released when dropped.
+#[derive(Debug)]
+pub(crate) struct WriterLock {
+    _file: File,
+}
+
+/// `<database>.lock`.
+pub(crate) fn lock_path(db: &Path) -> PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+fn io<'p>(path: &'p Path, op: &'static str) -> impl FnOnce(std::io::Error) -> StoreError + 'p {
+    move |source| StoreError::File {
+        path: path.to_path_buf(),
+        op,
+        source,
+    }
+}
+
+impl WriterLock {
+    /// Takes the exclusive writer lock of `db`, or says who holds it.
+    pub(crate) fn acquire(db: &Path) -> Result<WriterLock> {
+        let path = lock_path(db);
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io(&path, "open the lock file"))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                // The holder writes its pid just after it locks: give it a
+                // moment before saying "another process".
+                let mut pid = None;
+                for _ in 0..50 {
+                    let mut text = String::new();
+                    pid = file
+                        .seek(SeekFrom::Start(0))
+                        .and_then(|_| file.read_to_string(&mut text))
+                        .ok()
+                        .and_then(|_| text.trim().parse::<u32>().ok());
+                    if pid.is_some() {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                return Err(StoreError::Locked {
+                    path: db.to_path_buf(),
+                    pid,
+                });
+            }
+            Err(TryLockError::Error(e)) => return Err(io(&path, "lock")(e)),
+        }
+        file.set_len(0).map_err(io(&path, "write the lock file"))?;
+        file.seek(SeekFrom::Start(0))
+            .and_then(|_| writeln!(file, "{}", std::process::id()))
+            .map_err(io(&path, "write the lock file"))?;
+        Ok(WriterLock { _file: file })
+    }
+}
+
+/// What a database file holds, read without changing it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Identity {
+    /// No file, an empty file, or an SQLite database with no tables.
+    Fresh,
+    /// One of ours (stamped, or our tables from before the stamp).
+    Ours { stamped: bool, version: i64 },
+}
+
+/// Reads `db`'s identity without writing to it; a foreign file is an error.
+pub(crate) fn identify(db: &Path) -> Result<Identity> {
+    match std::fs::metadata(db) {
+        Ok(m) if m.len() == 0 => return Ok(Identity::Fresh),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Identity::Fresh),
+        Err(e) => return Err(io(db, "stat the database")(e)),
+    }
+    let foreign = |detail: String| StoreError::ForeignDatabase {
+        path: db.to_path_buf(),
+        detail,
+    };
+    let conn = Connection::open_with_flags(
+        db,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    let app: i64 = conn
+        .query_row("PRAGMA application_id", [], |r| r.get(0))
+        .map_err(|e| foreign(format!("not an SQLite database ({e})")))?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    let tables: i64 = conn.query_row(
+        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'",
+        [],
+        |r| r.get(0),
+    )?;
+    let ours_unstamped = conn
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('repo_root', 'repo_blocks', 'records', 'seq_events')",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n == 4)?;
+    match app {
+        APPLICATION_ID => Ok(Identity::Ours {
+            stamped: true,
+            version,
+        }),
+        0 if tables == 0 => Ok(Identity::Fresh),
+        0 if version > 0 && ours_unstamped => Ok(Identity::Ours {
+            stamped: false,
+            version,
+        }),
+        0 => Err(foreign(format!(
+            "an SQLite database with {tables} tables of another application"
+        ))),
+        other => Err(foreign(format!(
+            "an SQLite database of application id {other:#x}, not atbench's {APPLICATION_ID:#x}"
+        ))),
+    }
+}
+
+/// Stamps a database we own (called by the writable open after its
+/// migrations).
+pub(crate) fn stamp(conn: &Connection) -> Result<()> {
+    conn.execute_batch(&format!("PRAGMA application_id = {APPLICATION_ID}"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_writer_is_refused_with_the_holders_pid() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("a.sqlite");
+        let first = WriterLock::acquire(&db).expect("first writer");
+        match WriterLock::acquire(&db) {
+            Err(StoreError::Locked { path, pid }) => {
+                assert_eq!(path, db);
+                assert_eq!(pid, Some(std::process::id()));
+            }
+            other => panic!("expected Locked, got {other:?}"),
+        }
+        drop(first);
+        WriterLock::acquire(&db).expect("free again once the first is gone");
+    }
+
+    #[test]
+    fn foreign_files_are_named_and_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("notes.txt");
+        std::fs::write(&text, "hello, not a database at all").unwrap();
+        assert!(matches!(
+            identify(&text),
+            Err(StoreError::ForeignDatabase { .. })
+        ));
+        let other = dir.path().join("other.sqlite");
+        let conn = Connection::open(&other).unwrap();
+        conn.execute_batch("CREATE TABLE t (x); PRAGMA application_id = 7;")
+            .unwrap();
+        drop(conn);
+        let err = identify(&other).unwrap_err();
+        assert!(err.to_string().contains("other.sqlite"), "{err}");
+        let plain = dir.path().join("plain.sqlite");
+        Connection::open(&plain)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (x)")
+            .unwrap();
+        assert!(matches!(
+            identify(&plain),
+            Err(StoreError::ForeignDatabase { .. })
+        ));
+        assert_eq!(
+            identify(&dir.path().join("missing.sqlite")).unwrap(),
+            Identity::Fresh
+        );
+    }
+}
