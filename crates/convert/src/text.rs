@@ -368,6 +368,31 @@ pub fn write_struct_json(s: &Struct, out: &mut Vec<u8>) {
 mod tests {
     use super::*;
 
+    /// Found by `fuzz/fuzz_targets/json_text.rs`: a long integer parsed one
+    /// ulp off the nearest f64, so writing the Struct and parsing it again
+    /// gave another number. Every number must parse to the nearest f64
+    /// (what Rust's own `str::parse::<f64>` gives) and survive the trip.
+    #[test]
+    fn numbers_parse_to_the_nearest_double_and_survive_a_round_trip() {
+        let digits = "7".repeat(106);
+        for number in [digits.as_str(), "61.0918", "0.529592", "1e308", "2.2250738585072014e-308"] {
+            let text = format!("{{\"n\":{number}}}");
+            let parsed = struct_from_json_str(&text).expect("valid JSON");
+            let want: f64 = number.parse().expect("a float");
+            match parsed.fields["n"].kind {
+                Some(prost_types::value::Kind::NumberValue(got)) => {
+                    assert_eq!(got.to_bits(), want.to_bits(), "{number}")
+                }
+                ref other => panic!("{number}: {other:?}"),
+            }
+            let mut written = Vec::new();
+            write_struct_json(&parsed, &mut written);
+            let again = struct_from_json_str(std::str::from_utf8(&written).expect("UTF-8"))
+                .expect("written JSON parses");
+            assert_eq!(again, parsed, "{number}");
+        }
+    }
+
     #[test]
     fn text_and_dom_paths_agree() {
         let text = r#"{"a":[1,{"b":"x\"y"}],"c":null,"d":-2.5,"e":true,"f":{}}"#;
