@@ -375,7 +375,13 @@ mod tests {
     #[test]
     fn numbers_parse_to_the_nearest_double_and_survive_a_round_trip() {
         let digits = "7".repeat(106);
-        for number in [digits.as_str(), "61.0918", "0.529592", "1e308", "2.2250738585072014e-308"] {
+        for number in [
+            digits.as_str(),
+            "61.0918",
+            "0.529592",
+            "1e308",
+            "2.2250738585072014e-308",
+        ] {
             let text = format!("{{\"n\":{number}}}");
             let parsed = struct_from_json_str(&text).expect("valid JSON");
             let want: f64 = number.parse().expect("a float");

@@ -376,6 +376,14 @@ pub struct CollectionIndex {
     ids: HashMap<String, u32>,
 }
 
+/// The collection index header: (collections, blocks, bitmask bytes,
+/// decoded body bytes).
+fn collection_head(bytes: &[u8]) -> Result<(u32, u32, u32, u32)> {
+    let mut c = Cursor::new(bytes);
+    let mut field = || c.u32().ok_or(Error::Footer("collection index truncated"));
+    Ok((field()?, field()?, field()?, field()?))
+}
+
 impl CollectionIndex {
     /// Starts a new block.
     pub fn start_block(&mut self) {
@@ -463,12 +471,7 @@ impl CollectionIndex {
     /// Checks the 16-byte collection index header against the limits and
     /// returns the most bytes the whole index (header and frame) can take.
     pub fn max_len(head: &[u8], block_count: u32) -> Result<u64> {
-        let mut c = Cursor::new(head);
-        let trunc = || Error::Footer("collection index truncated");
-        let count = c.u32().ok_or_else(trunc)?;
-        let blocks = c.u32().ok_or_else(trunc)?;
-        let mask_len = c.u32().ok_or_else(trunc)?;
-        let size = c.u32().ok_or_else(trunc)?;
+        let (count, blocks, mask_len, size) = collection_head(head)?;
         if count > MAX_COLLECTIONS || blocks > MAX_BLOCKS {
             return Err(Error::Footer("collection index counts past 2^20"));
         }
@@ -498,14 +501,11 @@ impl CollectionIndex {
         if bytes.len() as u64 > max {
             return Err(Error::Footer("bytes after the collection index"));
         }
-        let mut c = Cursor::new(bytes);
+        let (count, blocks, mask_len, size) = collection_head(bytes)?;
         let trunc = || Error::Footer("collection index truncated");
-        let count = c.u32().ok_or_else(trunc)?;
-        let blocks = c.u32().ok_or_else(trunc)?;
-        let mask_len = c.u32().ok_or_else(trunc)?;
-        let size = c.u32().ok_or_else(trunc)?;
+        let frame = bytes.get(COLLECTION_HEADER_LEN..).ok_or_else(trunc)?;
         let mut body = Vec::new();
-        zd.decompress_into(c.rest(), Some(size as usize), &mut body)?;
+        zd.decompress_into(frame, Some(size as usize), &mut body)?;
         let mut b = Cursor::new(&body);
         let mut idx = CollectionIndex::default();
         for _ in 0..count {

@@ -13,18 +13,9 @@ fn corpus(name: &str) -> PathBuf {
 }
 
 fn atstore(db: &std::path::Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_atstore"))
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "atstore {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    let (ok, stdout, stderr) = atstore_status(db, args);
+    assert!(ok, "atstore {args:?} failed: {stderr}");
+    stdout
 }
 
 #[test]
