@@ -10,7 +10,7 @@
 `install` puts the gungraun-runner the workspace pins (Cargo.toml's `gungraun = "=X"`) into
 target/tools/bin/ with `cargo install --locked`, unless that version is there already.
 `run` installs if needed, runs `cargo bench --features instructions --bench instructions`
-(gungraun on valgrind's callgrind) with its own GUNGRAUN_HOME under target/instructions/, and
+(gungraun on valgrind's callgrind; codegen-units=1, see `run`) with its own GUNGRAUN_HOME under target/instructions/, and
 writes the counts ({id: instructions}) to --out (default target/instructions/counts.json).
 Ids follow benches/benches/instructions/main.rs: function `f`, case `impl__tier` is
 `instructions.f/impl/tier`, `_` standing for `.` in impl and for `-` in tier; every id must be
@@ -150,6 +150,10 @@ def run(root: Path = ROOT, out: Path | None = None) -> dict[str, int]:
     env["GUNGRAUN_RUNNER"] = str(runner)
     env["GUNGRAUN_HOME"] = str(home)
     env["PATH"] = f"{runner.parent}{os.pathsep}{env.get('PATH', '')}"
+    # One codegen unit per crate: with several, an edit anywhere in a crate can move other
+    # functions between units and change what LLVM inlines (repo's DAG-CBOR decode count fell
+    # 1.6 % after an edit to its MST code only). One unit makes that rarer, not impossible.
+    env["CARGO_PROFILE_BENCH_CODEGEN_UNITS"] = "1"
     cmd = ["cargo", "bench", "--features", FEATURES, "--bench", BENCH, "--",
            "--save-summary=json", "--nocapture=stderr"]
     print(f"instructions: {' '.join(cmd)} (GUNGRAUN_HOME={home})", file=sys.stderr)
