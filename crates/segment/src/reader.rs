@@ -84,20 +84,49 @@ impl Segment {
     /// (blocks in the data region, ascending, seq-disjoint), the segment
     /// bloom, the bloom region header, the checksum over header and footer,
     /// and the collection index. Every section's length is checked against
-    /// its bound (`format`'s module docs) before it is read; the per-block
-    /// bloom region is hashed in pieces, not held.
+    /// its bound (`format`'s module docs) before it is read; a footer past
+    /// 16 MiB is read section by section and its per-block bloom region
+    /// hashed in pieces, not held.
     pub fn open(path: impl AsRef<Path>) -> Result<Segment> {
-        let (file, header, len) = Segment::open_header(path.as_ref())?;
+        Segment::open_checked(path.as_ref(), WHOLE_FOOTER_READ)
+    }
+
+    /// [`Segment::open`] reading the footer whole when it is at most
+    /// `whole_read` bytes.
+    fn open_checked(path: &Path, whole_read: u64) -> Result<Segment> {
+        let (file, header, len) = Segment::open_header(path)?;
+        let footer_len = len - header.footer_offset;
+        // A footer of ordinary size is read in one go; a larger one section
+        // by section once each length has passed its bound.
+        let whole = if footer_len <= whole_read {
+            let mut bytes = vec![0u8; footer_len as usize];
+            read_at(&file, &mut bytes, header.footer_offset, "read footer")?;
+            Some(bytes)
+        } else {
+            None
+        };
+        let peek = |off: u64, buf: &mut [u8], op: &'static str| -> Result<()> {
+            match &whole {
+                Some(bytes) => {
+                    let start = (off - header.footer_offset) as usize;
+                    let src = bytes
+                        .get(start..start + buf.len())
+                        .ok_or(Error::Footer("footer section truncated"))?;
+                    buf.copy_from_slice(src);
+                    Ok(())
+                }
+                None => read_at(&file, buf, off, op),
+            }
+        };
         let bloom_len = did_bloom_len(&header)?;
         let region_len = header.collection_index_offset - header.block_did_bloom_offset;
         let mut region_head = [0u8; 8];
         if region_len < 8 {
             return Err(Error::Footer("bloom region truncated"));
         }
-        read_at(
-            &file,
-            &mut region_head,
+        peek(
             header.block_did_bloom_offset,
+            &mut region_head,
             "read bloom region",
         )?;
         let (count, region_size) = format::decode_bloom_region_header(&region_head)?;
@@ -107,10 +136,9 @@ impl Segment {
         if coll_len < coll_head.len() as u64 {
             return Err(Error::Footer("collection index truncated"));
         }
-        read_at(
-            &file,
-            &mut coll_head,
+        peek(
             header.collection_index_offset,
+            &mut coll_head,
             "read collection index",
         )?;
         if coll_len > CollectionIndex::max_len(&coll_head, header.block_count)? {
@@ -122,22 +150,39 @@ impl Segment {
         let mut hasher = Xxh3::new();
         hasher.update(&head[12..]);
         let index_len = header.did_bloom_offset - header.footer_offset;
-        let index_bytes = read_hashed(&file, header.footer_offset, index_len, &mut hasher)?;
-        let bloom_bytes = read_hashed(&file, header.did_bloom_offset, bloom_len, &mut hasher)?;
-        hash_range(
-            &file,
-            header.block_did_bloom_offset,
-            region_len,
-            &mut hasher,
-        )?;
-        let coll_bytes = read_hashed(&file, header.collection_index_offset, coll_len, &mut hasher)?;
+        let sections;
+        let (index_bytes, bloom_bytes, coll_bytes): (&[u8], &[u8], &[u8]) = match &whole {
+            Some(bytes) => {
+                hasher.update(bytes);
+                let rel = |off: u64| (off - header.footer_offset) as usize;
+                (
+                    &bytes[..rel(header.did_bloom_offset)],
+                    &bytes[rel(header.did_bloom_offset)..rel(header.block_did_bloom_offset)],
+                    &bytes[rel(header.collection_index_offset)..],
+                )
+            }
+            None => {
+                let index = read_hashed(&file, header.footer_offset, index_len, &mut hasher)?;
+                let bloom = read_hashed(&file, header.did_bloom_offset, bloom_len, &mut hasher)?;
+                hash_range(
+                    &file,
+                    header.block_did_bloom_offset,
+                    region_len,
+                    &mut hasher,
+                )?;
+                let coll =
+                    read_hashed(&file, header.collection_index_offset, coll_len, &mut hasher)?;
+                sections = (index, bloom, coll);
+                (&sections.0, &sections.1, &sections.2)
+            }
+        };
 
-        let index = format::decode_block_index(&index_bytes, header.footer_offset)?;
+        let index = format::decode_block_index(index_bytes, header.footer_offset)?;
         if index.len() != header.block_count as usize {
             return Err(Error::Footer("block index size differs from block_count"));
         }
         check_totals(&header, &index)?;
-        let bloom = Bloom::decode(&bloom_bytes)?;
+        let bloom = Bloom::decode(bloom_bytes)?;
         let computed = hasher.digest();
         let computed = if computed == 0 { 1 } else { computed };
         if computed != header.checksum {
@@ -147,7 +192,7 @@ impl Segment {
             });
         }
         let mut zd = Decompressor::new()?;
-        let collections = CollectionIndex::decode(&coll_bytes, header.block_count, &mut zd)?;
+        let collections = CollectionIndex::decode(coll_bytes, header.block_count, &mut zd)?;
         Ok(Segment {
             file,
             header,
@@ -359,6 +404,10 @@ fn check_totals(header: &Header, index: &[BlockMeta]) -> Result<()> {
     Ok(())
 }
 
+/// Footers up to this size are read with one `pread`; larger ones section
+/// by section (the per-block bloom region streamed through the checksum).
+const WHOLE_FOOTER_READ: u64 = 16 << 20;
+
 /// The segment DID bloom's length, checked against the most a writer can
 /// need for the header's events (`format`'s limits).
 fn did_bloom_len(header: &Header) -> Result<u64> {
@@ -414,4 +463,41 @@ fn check_region_shape(len: u64, count: u32, size: u32, block_count: u32) -> Resu
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one-read and the section-by-section footer paths agree, on a
+    /// good segment and on a corrupted one.
+    #[test]
+    fn both_footer_paths_read_the_same() {
+        let golden =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/golden_seal.bin");
+        let whole = Segment::open_checked(&golden, u64::MAX).expect("opens");
+        let pieces = Segment::open_checked(&golden, 0).expect("opens");
+        assert_eq!(
+            whole.footer.as_ref().map(|f| &f.index),
+            pieces.footer.as_ref().map(|f| &f.index)
+        );
+        assert_eq!(whole.did_bloom().ok(), pieces.did_bloom().ok());
+        assert_eq!(whole.collections(), pieces.collections());
+        assert_eq!(whole.events().ok(), pieces.events().ok());
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut bytes = std::fs::read(&golden).expect("golden");
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x40;
+        let bad = dir.path().join("bad.jss");
+        std::fs::write(&bad, &bytes).expect("write");
+        let a = Segment::open_checked(&bad, u64::MAX)
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        let b = Segment::open_checked(&bad, 0)
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        assert!(a.is_err());
+        assert_eq!(a, b);
+    }
 }

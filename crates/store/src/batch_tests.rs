@@ -10,7 +10,8 @@ use super::*;
 use crate::cid_cache::CidCache;
 
 fn writer(dir: &std::path::Path) -> Writer {
-    let (conn, report) = crate::schema::startup(&dir.join("b.sqlite"), false).unwrap();
+    let (conn, report, ()) =
+        crate::schema::startup(&dir.join("b.sqlite"), false, |_| Ok(())).unwrap();
     conn.execute_batch("CREATE TABLE t (x INTEGER)").unwrap();
     Writer::new(
         conn,

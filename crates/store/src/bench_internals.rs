@@ -78,7 +78,7 @@ pub fn build_history_fixture(
     event_bytes: usize,
     unversioned: usize,
 ) -> Result<()> {
-    let (conn, _) = crate::schema::startup(path, false)?;
+    let (conn, _, ()) = crate::schema::startup(path, false, |_| Ok(()))?;
     conn.execute_batch("BEGIN")?;
     let accounts = commits.div_ceil(10).max(1);
     let fake = |i: u64, tag: u8| {

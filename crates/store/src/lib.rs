@@ -294,9 +294,10 @@ impl Store {
     /// readers ([`Store::open_read_only`]); see `ownership.rs`.
     pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
-        let identity = ownership::identify(&path)?;
-        let lock = ownership::WriterLock::acquire(&path)?;
-        let (conn, report) = schema::startup(&path, config.durable)?;
+        let (conn, report, (identity, lock)) = schema::startup(&path, config.durable, |conn| {
+            let identity = ownership::identify(conn, &path)?;
+            Ok((identity, ownership::WriterLock::acquire(&path)?))
+        })?;
         if !matches!(identity, ownership::Identity::Ours { stamped: true, .. }) {
             ownership::stamp(&conn)?;
         }
@@ -350,7 +351,9 @@ impl Store {
             op: "open the database",
             source,
         })?;
-        match ownership::identify(&path)? {
+        let first = schema::open_reader(&path)
+            .map_err(|e| ownership::foreign_if_not_a_database(e, &path))?;
+        match ownership::identify(&first, &path)? {
             ownership::Identity::Ours { version, .. } if version == schema::SCHEMA_VERSION => {}
             ownership::Identity::Ours { version, .. } => {
                 return Err(StoreError::NeedsMigration {
@@ -367,7 +370,6 @@ impl Store {
             }
         }
         let node_scans = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let first = schema::open_reader(&path)?;
         Ok(Store {
             path,
             plans: caller_plan::CallerPlans::new(config.planners, node_scans.clone()),

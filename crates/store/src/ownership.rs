@@ -24,7 +24,7 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 
 use crate::error::{Result, StoreError};
 
@@ -105,45 +105,53 @@ pub(crate) enum Identity {
     Ours { stamped: bool, version: i64 },
 }
 
-/// Reads `db`'s identity without writing to it; a foreign file is an error.
-pub(crate) fn identify(db: &Path) -> Result<Identity> {
-    match std::fs::metadata(db) {
-        Ok(m) if m.len() == 0 => return Ok(Identity::Fresh),
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Identity::Fresh),
-        Err(e) => return Err(io(db, "stat the database")(e)),
+/// `error` as [`StoreError::ForeignDatabase`] when SQLite says `db` is not
+/// a database at all.
+pub(crate) fn foreign_if_not_a_database(error: StoreError, db: &Path) -> StoreError {
+    match error {
+        StoreError::Sqlite(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == rusqlite::ErrorCode::NotADatabase =>
+        {
+            StoreError::ForeignDatabase {
+                path: db.to_path_buf(),
+                detail: "not an SQLite database".into(),
+            }
+        }
+        other => other,
     }
+}
+
+/// Reads the identity of `db` through `conn` (open on it, nothing written
+/// yet) with one query; a foreign file is an error.
+pub(crate) fn identify(conn: &Connection, db: &Path) -> Result<Identity> {
     let foreign = |detail: String| StoreError::ForeignDatabase {
         path: db.to_path_buf(),
         detail,
     };
-    let conn = Connection::open_with_flags(
-        db,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    let app: i64 = conn
-        .query_row("PRAGMA application_id", [], |r| r.get(0))
-        .map_err(|e| foreign(format!("not an SQLite database ({e})")))?;
-    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    let tables: i64 = conn.query_row(
-        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'",
+    let row = conn.query_row(
+        "SELECT (SELECT application_id FROM pragma_application_id), \
+                (SELECT user_version FROM pragma_user_version), \
+                (SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'), \
+                (SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' \
+                   AND name IN ('repo_root', 'repo_blocks', 'records', 'seq_events'))",
         [],
-        |r| r.get(0),
-    )?;
-    let ours_unstamped = conn
-        .query_row(
-            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('repo_root', 'repo_blocks', 'records', 'seq_events')",
-            [],
-            |r| r.get::<_, i64>(0),
-        )
-        .map(|n| n == 4)?;
+        |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, i64>(3)?,
+            ))
+        },
+    );
+    let (app, version, tables, ours) = row.map_err(|e| foreign_if_not_a_database(e.into(), db))?;
     match app {
         APPLICATION_ID => Ok(Identity::Ours {
             stamped: true,
             version,
         }),
         0 if tables == 0 => Ok(Identity::Fresh),
-        0 if version > 0 && ours_unstamped => Ok(Identity::Ours {
+        0 if version > 0 && ours == 4 => Ok(Identity::Ours {
             stamped: false,
             version,
         }),
@@ -183,13 +191,18 @@ mod tests {
         WriterLock::acquire(&db).expect("free again once the first is gone");
     }
 
+    fn identify_file(db: &Path) -> Result<Identity> {
+        let conn = Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        identify(&conn, db)
+    }
+
     #[test]
     fn foreign_files_are_named_and_refused() {
         let dir = tempfile::tempdir().unwrap();
         let text = dir.path().join("notes.txt");
         std::fs::write(&text, "hello, not a database at all").unwrap();
         assert!(matches!(
-            identify(&text),
+            identify_file(&text),
             Err(StoreError::ForeignDatabase { .. })
         ));
         let other = dir.path().join("other.sqlite");
@@ -197,7 +210,7 @@ mod tests {
         conn.execute_batch("CREATE TABLE t (x); PRAGMA application_id = 7;")
             .unwrap();
         drop(conn);
-        let err = identify(&other).unwrap_err();
+        let err = identify_file(&other).unwrap_err();
         assert!(err.to_string().contains("other.sqlite"), "{err}");
         let plain = dir.path().join("plain.sqlite");
         Connection::open(&plain)
@@ -205,12 +218,11 @@ mod tests {
             .execute_batch("CREATE TABLE t (x)")
             .unwrap();
         assert!(matches!(
-            identify(&plain),
+            identify_file(&plain),
             Err(StoreError::ForeignDatabase { .. })
         ));
-        assert_eq!(
-            identify(&dir.path().join("missing.sqlite")).unwrap(),
-            Identity::Fresh
-        );
+        let empty = dir.path().join("empty.sqlite");
+        std::fs::write(&empty, b"").unwrap();
+        assert_eq!(identify_file(&empty).unwrap(), Identity::Fresh);
     }
 }

@@ -92,20 +92,32 @@ fn wait_briefly(attempt: i32) -> bool {
 /// Opens the writer connection (creating the file) with the store PRAGMAs.
 /// Its WAL writes go through [`crate::vfs`] (one write per commit).
 pub(crate) fn open_writer(path: &std::path::Path, durable: bool) -> Result<Connection> {
+    let mut conn = open_writer_unconfigured(path)?;
+    configure_writer(&mut conn, durable)?;
+    Ok(conn)
+}
+
+/// The writer's connection before any PRAGMA: opening writes nothing, so
+/// the file can be identified on it first (`ownership::identify`).
+fn open_writer_unconfigured(path: &std::path::Path) -> Result<Connection> {
     crate::vfs::register().map_err(crate::error::StoreError::Corrupt)?;
-    let mut conn = Connection::open_with_flags_and_vfs(
+    let conn = Connection::open_with_flags_and_vfs(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         crate::vfs::NAME,
     )?;
+    Ok(conn)
+}
+
+fn configure_writer(conn: &mut Connection, durable: bool) -> Result<()> {
     conn.set_prepared_statement_cache_capacity(64);
-    apply_pragmas(&mut conn, durable, true)?;
+    apply_pragmas(conn, durable, true)?;
     for (name, value) in WRITER_PRAGMAS {
         conn.execute_batch(&format!("PRAGMA {name} = {value}"))?;
     }
-    Ok(conn)
+    Ok(())
 }
 
 /// Opens the background checkpointer's connection.
@@ -458,14 +470,19 @@ pub(crate) fn backfill_revs(conn: &Connection) -> Result<usize> {
 }
 
 /// Opens (creating if needed) and brings the database up to date; returns
-/// the writer connection and the stage timings.
-pub(crate) fn startup(
+/// the writer connection and the stage timings. `admit` sees the opened
+/// connection before anything is written through it (PRAGMAs included)
+/// and may refuse the file; what it returns comes back with them.
+pub(crate) fn startup<T>(
     path: &std::path::Path,
     durable: bool,
-) -> Result<(Connection, StartupReport)> {
+    admit: impl FnOnce(&Connection) -> Result<T>,
+) -> Result<(Connection, StartupReport, T)> {
     let mut report = StartupReport::default();
     let t = Instant::now();
-    let conn = open_writer(path, durable)?;
+    let mut conn = open_writer_unconfigured(path)?;
+    let admitted = admit(&conn)?;
+    configure_writer(&mut conn, durable)?;
     report.storage = t.elapsed();
     let t = Instant::now();
     report.migrated_from = migrate(&conn)?;
@@ -476,5 +493,5 @@ pub(crate) fn startup(
     let t = Instant::now();
     report.backfilled = backfill_revs(&conn)?;
     report.backfill = t.elapsed();
-    Ok((conn, report))
+    Ok((conn, report, admitted))
 }
