@@ -91,6 +91,7 @@ fn wait_briefly(attempt: i32) -> bool {
 
 /// Opens the writer connection (creating the file) with the store PRAGMAs.
 /// Its WAL writes go through [`crate::vfs`] (one write per commit).
+#[cfg(feature = "bench-internals")]
 pub(crate) fn open_writer(path: &std::path::Path, durable: bool) -> Result<Connection> {
     let mut conn = open_writer_unconfigured(path)?;
     configure_writer(&mut conn, durable)?;
