@@ -10,7 +10,7 @@
 `install` puts the gungraun-runner the workspace pins (Cargo.toml's `gungraun = "=X"`) into
 target/tools/bin/ with `cargo install --locked`, unless that version is there already.
 `run` installs if needed, runs `cargo bench --features instructions --bench instructions`
-(gungraun on valgrind's callgrind; codegen-units=1, see `run`) with its own GUNGRAUN_HOME under target/instructions/, and
+(gungraun on valgrind's callgrind; the workspace crates with codegen-units=1, see `run`) with its own GUNGRAUN_HOME under target/instructions/, and
 writes the counts ({id: instructions}) to --out (default target/instructions/counts.json).
 Ids follow benches/benches/instructions/main.rs: function `f`, case `impl__tier` is
 `instructions.f/impl/tier`, `_` standing for `.` in impl and for `-` in tier; every id must be
@@ -49,6 +49,8 @@ HISTORY = ROOT / "bench-history" / "instructions.json"
 THRESHOLD_PCT = 1.0
 BENCH = "instructions"
 FEATURES = "instructions"
+# Built with one codegen unit each (see `run`).
+WORKSPACE_PACKAGES = ("codec", "convert", "datagen", "repo", "segment", "store", "benches")
 
 
 class UsageError(Exception):
@@ -150,12 +152,15 @@ def run(root: Path = ROOT, out: Path | None = None) -> dict[str, int]:
     env["GUNGRAUN_RUNNER"] = str(runner)
     env["GUNGRAUN_HOME"] = str(home)
     env["PATH"] = f"{runner.parent}{os.pathsep}{env.get('PATH', '')}"
-    # One codegen unit per crate: with several, an edit anywhere in a crate can move other
-    # functions between units and change what LLVM inlines (repo's DAG-CBOR decode count fell
-    # 1.6 % after an edit to its MST code only). One unit makes that rarer, not impossible.
-    env["CARGO_PROFILE_BENCH_CODEGEN_UNITS"] = "1"
-    cmd = ["cargo", "bench", "--features", FEATURES, "--bench", BENCH, "--",
-           "--save-summary=json", "--nocapture=stderr"]
+    cmd = ["cargo", "bench", "--features", FEATURES, "--bench", BENCH]
+    # One codegen unit per workspace crate: with several, an edit anywhere in a crate can move
+    # other functions between units and change what LLVM inlines (repo's DAG-CBOR decode count
+    # fell 1.6 % after an edit to its MST code only). One unit makes that rarer, not
+    # impossible. Dependencies keep the profile's default, so their artifacts are shared with
+    # the other bench builds.
+    for package in WORKSPACE_PACKAGES:
+        cmd += ["--config", f"profile.bench.package.{package}.codegen-units=1"]
+    cmd += ["--", "--save-summary=json", "--nocapture=stderr"]
     print(f"instructions: {' '.join(cmd)} (GUNGRAUN_HOME={home})", file=sys.stderr)
     if subprocess.run(cmd, cwd=root, env=env, check=False).returncode != 0:
         raise UsageError("cargo bench --bench instructions failed")
