@@ -376,12 +376,38 @@ pub struct CollectionIndex {
     ids: HashMap<String, u32>,
 }
 
-/// The collection index header: (collections, blocks, bitmask bytes,
-/// decoded body bytes).
-fn collection_head(bytes: &[u8]) -> Result<(u32, u32, u32, u32)> {
+/// The collection index header, checked against the limits and
+/// `block_count`: (collections, blocks, bitmask bytes, decoded body bytes).
+fn checked_head(bytes: &[u8], block_count: u32) -> Result<(u32, u32, u32, u32)> {
     let mut c = Cursor::new(bytes);
     let mut field = || c.u32().ok_or(Error::Footer("collection index truncated"));
-    Ok((field()?, field()?, field()?, field()?))
+    let (count, blocks, mask_len, size) = (field()?, field()?, field()?, field()?);
+    if count > MAX_COLLECTIONS || blocks > MAX_BLOCKS {
+        return Err(Error::Footer("collection index counts past 2^20"));
+    }
+    if blocks != block_count {
+        return Err(Error::Footer("collection index block count differs"));
+    }
+    if mask_len as usize != (count as usize).div_ceil(8) {
+        return Err(Error::Footer("collection bitmask length wrong"));
+    }
+    // Each entry takes at least 5 bytes and at most MAX_COLLECTION_ENTRY.
+    let masks = blocks as u64 * mask_len as u64;
+    if (size as u64) < 5 * count as u64 + masks {
+        return Err(Error::Footer("collection index smaller than its counts"));
+    }
+    if size as u64 > MAX_COLLECTION_ENTRY * count as u64 + masks {
+        return Err(Error::Footer(
+            "collection index larger than its counts allow",
+        ));
+    }
+    Ok((count, blocks, mask_len, size))
+}
+
+/// The most bytes a collection index (header and frame) whose body is
+/// `size` bytes can take.
+fn max_index_len(size: u32) -> u64 {
+    COLLECTION_HEADER_LEN as u64 + crate::frame::frame_bound(size as u64)
 }
 
 impl CollectionIndex {
@@ -471,37 +497,17 @@ impl CollectionIndex {
     /// Checks the 16-byte collection index header against the limits and
     /// returns the most bytes the whole index (header and frame) can take.
     pub fn max_len(head: &[u8], block_count: u32) -> Result<u64> {
-        let (count, blocks, mask_len, size) = collection_head(head)?;
-        if count > MAX_COLLECTIONS || blocks > MAX_BLOCKS {
-            return Err(Error::Footer("collection index counts past 2^20"));
-        }
-        if blocks != block_count {
-            return Err(Error::Footer("collection index block count differs"));
-        }
-        if mask_len as usize != (count as usize).div_ceil(8) {
-            return Err(Error::Footer("collection bitmask length wrong"));
-        }
-        // Each entry takes at least 5 bytes and at most MAX_COLLECTION_ENTRY.
-        let masks = blocks as u64 * mask_len as u64;
-        if (size as u64) < 5 * count as u64 + masks {
-            return Err(Error::Footer("collection index smaller than its counts"));
-        }
-        if size as u64 > MAX_COLLECTION_ENTRY * count as u64 + masks {
-            return Err(Error::Footer(
-                "collection index larger than its counts allow",
-            ));
-        }
-        Ok(COLLECTION_HEADER_LEN as u64 + crate::frame::frame_bound(size as u64))
+        let (_, _, _, size) = checked_head(head, block_count)?;
+        Ok(max_index_len(size))
     }
 
     /// Decodes a collection index occupying all of `bytes`, for a segment
     /// of `block_count` blocks.
     pub fn decode(bytes: &[u8], block_count: u32, zd: &mut Decompressor) -> Result<Self> {
-        let max = CollectionIndex::max_len(bytes, block_count)?;
-        if bytes.len() as u64 > max {
+        let (count, blocks, mask_len, size) = checked_head(bytes, block_count)?;
+        if bytes.len() as u64 > max_index_len(size) {
             return Err(Error::Footer("bytes after the collection index"));
         }
-        let (count, blocks, mask_len, size) = collection_head(bytes)?;
         let trunc = || Error::Footer("collection index truncated");
         let frame = bytes.get(COLLECTION_HEADER_LEN..).ok_or_else(trunc)?;
         let mut body = Vec::new();
