@@ -1,4 +1,6 @@
-//! Inputs more than one bench target builds the same way.
+//! Inputs more than one bench target builds the same way, and those a
+//! target shares with the inputs of its peer (`peers`): one builder each, so
+//! our rows and the peer's run on the same data.
 
 use datagen::segment::SegEvent;
 use segment::{EventRef, Kind};
@@ -19,5 +21,145 @@ pub fn segment_refs(events: &[SegEvent]) -> Vec<EventRef<'_>> {
             rev: &e.rev,
             payload: &e.payload,
         })
+        .collect()
+}
+
+/// The value every `repo.mst_*` key points at.
+pub fn mst_leaf() -> repo::Cid {
+    repo::Cid::for_dag_cbor(b"atbench mst leaf")
+}
+
+/// The pool of keys `repo.mst_add` adds, one per iteration, cycling.
+#[cfg(feature = "bench-internals")]
+pub fn mst_add_pool() -> Vec<String> {
+    repo::bench_internals::mst_keys(0xadd, 4096)
+}
+
+/// The `n` keys of `repo.mst_add`'s base tree at tier `n`: none of them in
+/// `pool`.
+#[cfg(feature = "bench-internals")]
+pub fn mst_add_base_keys(n: usize, pool: &[String]) -> Vec<String> {
+    repo::bench_internals::mst_keys(0xba5e + n as u64, n + n / 10)
+        .into_iter()
+        .filter(|k| pool.binary_search(k).is_err())
+        .take(n)
+        .collect()
+}
+
+/// A signed repo of `n` like records (the `template` like with its
+/// `createdAt` varied per record, keys `app.bsky.feed.like/<TID>`): its
+/// blocks and the commit CID (`repo.car_write`, `repo.car_read` and their
+/// peer's CAR).
+pub fn like_repo(n: usize, template: &[u8]) -> (repo::mst::MemoryBlockStore, repo::Cid) {
+    use repo::cbor::{self, Value};
+    use repo::commit::UnsignedCommit;
+    use repo::crypto::{Algorithm, Keypair};
+    use repo::mst::{MemoryBlockStore, Mst};
+    use repo::syntax::Tid;
+
+    let template = cbor::decode_owned(template).expect("like decodes");
+    let mut store = MemoryBlockStore::new();
+    let mut mst = Mst::empty(MemoryBlockStore::new());
+    for i in 0..n {
+        let mut record = template.clone();
+        if let Value::Map(m) = &mut record {
+            m.insert(
+                "createdAt",
+                Value::Text(format!("2024-01-01T00:00:{:02}.{:06}Z", i % 60, i)),
+            );
+        }
+        let bytes = cbor::to_vec(&record);
+        let cid = store.put_dag_cbor(bytes);
+        let tid = Tid::from_parts(1_700_000_000_000_000 + i as u64 * 1_000, 3);
+        mst.insert(&format!("app.bsky.feed.like/{tid}"), cid)
+            .expect("insert");
+    }
+    let c = mst.commit().expect("commit");
+    store.extend(c.new_blocks);
+    let key = Keypair::from_bytes(Algorithm::K256, &datagen::random_bytes(0xca2, 32)).expect("key");
+    let rev = Tid::from_parts(1_700_000_000_000_000 + n as u64 * 1_000, 3);
+    let signed = UnsignedCommit::new("did:plc:ewvi7nxzyoun6zhxrhs64oiz", c.root, rev).sign(&key);
+    let commit = store.put_dag_cbor(signed.to_bytes());
+    (store, commit)
+}
+
+/// The whole export of a repo as CAR v1 into `out`: commit, every MST node,
+/// every record (the unit `repo.car_write` times). Returns the record count.
+pub fn export_car(
+    store: &repo::mst::MemoryBlockStore,
+    commit: repo::Cid,
+    out: &mut Vec<u8>,
+) -> usize {
+    use repo::car::CarWriter;
+    use repo::commit::CommitRef;
+    use repo::mst::Mst;
+
+    let mut w = CarWriter::new(out, &[commit]).expect("header");
+    let commit_bytes = store.get(&commit).expect("commit block");
+    w.write_block(&commit, commit_bytes).expect("write");
+    let data = CommitRef::decode(commit_bytes).expect("commit").data;
+    let mut mst = Mst::load(store, data);
+    for cid in mst.node_cids().expect("walk") {
+        w.write_block(&cid, store.get(&cid).expect("node block"))
+            .expect("write");
+    }
+    let mut records = 0;
+    for leaf in mst.leaves().expect("walk") {
+        let (_, cid) = leaf.expect("leaf");
+        w.write_block(&cid, store.get(&cid).expect("record block"))
+            .expect("write");
+        records += 1;
+    }
+    w.finish().expect("flush");
+    records
+}
+
+/// The unsigned commit `repo.commit_sign` signs.
+pub fn unsigned_commit() -> repo::commit::UnsignedCommit {
+    repo::commit::UnsignedCommit::new(
+        "did:plc:ewvi7nxzyoun6zhxrhs64oiz",
+        repo::Cid::for_dag_cbor(b"atbench mst root"),
+        repo::syntax::Tid::from_parts(1_700_000_000_000_000, 7),
+    )
+}
+
+/// The secret of `repo.commit_sign`'s and `repo.commit_verify`'s keys.
+pub fn commit_secret() -> Vec<u8> {
+    datagen::random_bytes(0x5167, 32)
+}
+
+/// A small deterministic generator for sampling (xorshift): the store
+/// benches' key and cursor samples, and their peer's.
+pub struct Sampler(pub u64);
+
+impl Sampler {
+    /// The next index below `n`.
+    pub fn next(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n.max(1) as u64) as usize
+    }
+}
+
+/// The index of the store benches' 10k-record account (`sizes.sqlite` holds
+/// accounts 1000, 1001 and 1002 with 1k, 10k and 100k records).
+pub const STORE_10K_ACCOUNT: u64 = 1_001;
+
+/// The store benches' `(collection, rkey)` sample of `records` (seeded
+/// `seed`, `n` draws with repeats), in draw order.
+pub fn store_sample<T: Clone>(records: &[T], n: usize, seed: u64) -> Vec<T> {
+    let mut s = Sampler(seed | 1);
+    (0..n)
+        .map(|_| records[s.next(records.len())].clone())
+        .collect()
+}
+
+/// `store.list_records`' 256 cursors: like rkeys of the account, each with
+/// at least 50 older likes below it (`likes` sorted ascending).
+pub fn store_list_cursors(likes: &[&str]) -> Vec<String> {
+    let mut s = Sampler(99);
+    (0..256)
+        .map(|_| likes[50 + s.next(likes.len() - 50)].to_owned())
         .collect()
 }

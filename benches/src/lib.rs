@@ -14,14 +14,21 @@
 //!   sha-256), each its own `calibrate.*` id, that run
 //!   with every target, so a snapshot can tell a slower machine from a
 //!   slower code path.
-//! - [`inputs`]: inputs more than one target builds the same way.
+//! - [`inputs`]: inputs more than one target builds the same way (and those
+//!   a target shares with its peer).
+//! - [`corpus`]: the real records, frames and keys of the vendored corpus.
+//! - `peers` (feature `bench-internals`): the reference implementations
+//!   (`peers/` under node) run after our rows under `BENCH_PEERS=1`.
 //! - [`sidecar`]: where the harness writes what Criterion does not record
 //!   (latency percentiles, run context) for `scripts/bench_snapshot.py`.
 
 pub mod calibrate;
 pub mod callers;
 pub mod config;
+pub mod corpus;
 pub mod inputs;
+#[cfg(feature = "bench-internals")]
+pub mod peers;
 pub mod registry;
 pub mod sidecar;
 pub mod target;

@@ -46,6 +46,24 @@ pub struct GroupSpec {
     /// group's by (absent: the geometric mean of every kernel).
     #[serde(default)]
     pub calibration: Option<String>,
+    /// Reference implementations measured by a probe outside Criterion
+    /// (`peers/`, `BENCH_PEERS=1`), by implementation name (its variants
+    /// included): which of our implementations each does the same unit of
+    /// work as, and how it differs.
+    #[serde(default)]
+    pub peers: BTreeMap<String, PeerSpec>,
+}
+
+/// One peer of a group.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeerSpec {
+    /// Our implementations (in `compare`, or their common prefix before a
+    /// variant: `full` for `full.callers-1`, matched to the peer's own
+    /// variant) it is the same unit of work as.
+    pub same_as: Vec<String>,
+    /// How the peer's path differs from ours, in one line.
+    pub note: String,
 }
 
 impl GroupSpec {
@@ -90,6 +108,27 @@ impl Registry {
             for implementation in &spec.compare {
                 check_implementation(implementation)
                     .map_err(|e| format!("units.toml: group {name:?}: {e}"))?;
+            }
+            for (peer, peer_spec) in &spec.peers {
+                let listed = spec
+                    .compare
+                    .iter()
+                    .any(|c| c == peer || c.starts_with(&format!("{peer}.")));
+                if !listed {
+                    return Err(format!(
+                        "units.toml: group {name:?}: peer {peer:?} is not in compare"
+                    ));
+                }
+                if let Some(missing) = peer_spec.same_as.iter().find(|ours| {
+                    !spec
+                        .compare
+                        .iter()
+                        .any(|c| c == *ours || c.starts_with(&format!("{ours}.")))
+                }) {
+                    return Err(format!(
+                        "units.toml: group {name:?}: peer {peer:?} is the same unit as {missing:?}, which is not in compare"
+                    ));
+                }
             }
             if let Some(kernel) = &spec.calibration
                 && (!kernel.starts_with("calibrate.") || !file.groups.contains_key(kernel))

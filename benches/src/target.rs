@@ -116,6 +116,12 @@ impl BenchTarget {
         self.preset
     }
 
+    /// The groups this run has opened so far, in name order (what a peer
+    /// run after ours is narrowed to).
+    pub fn seen_groups(&self) -> Vec<String> {
+        self.seen.iter().cloned().collect()
+    }
+
     /// Opens group `name`.
     ///
     /// # Panics

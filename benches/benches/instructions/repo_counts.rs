@@ -18,10 +18,7 @@ use repo::cbor::{self, ValueRef};
 use repo::firehose::{CommitVerifier, Frame};
 use repo::mst::{MemoryBlockStore, Mst, NodeCache};
 
-// Shared with `--bench repo`, whose keys and records this target leaves unread.
-#[allow(dead_code)]
-#[path = "../repo/corpus.rs"]
-mod corpus;
+use benches::corpus;
 
 fn posts(n: u64) -> Vec<Vec<u8>> {
     (0..n)

@@ -17,7 +17,7 @@ use criterion::Throughput;
 use repo::Cid;
 use repo::cbor::{self, Value, ValueRef};
 
-use crate::corpus::Corpus;
+use benches::corpus::Corpus;
 
 /// Registers the four groups.
 pub fn run(target: &mut BenchTarget, corpus: &Corpus) {

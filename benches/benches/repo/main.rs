@@ -10,7 +10,6 @@
 use benches::target::{BenchTarget, Budget};
 
 mod cbor;
-mod corpus;
 mod mst;
 mod sync;
 
@@ -22,9 +21,16 @@ fn main() {
             quick_min: 1.5,
         },
     );
-    let corpus = corpus::Corpus::load();
+    let corpus = benches::corpus::Corpus::load();
     cbor::run(&mut target, &corpus);
     mst::run(&mut target);
     sync::run(&mut target, &corpus);
+    // `BENCH_PEERS=1`: `@atproto/repo` through the same units of work.
+    benches::peers::run_after_ours(
+        benches::peers::ATPROTO_REPO,
+        target.preset(),
+        &target.seen_groups(),
+        |dir, mode| benches::peers::repo_inputs::build(dir, mode, &corpus),
+    );
     target.finish();
 }

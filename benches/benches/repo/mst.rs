@@ -100,9 +100,7 @@ fn at_cid(c: &Cid) -> AtCid {
     AtCid::try_from(&c.to_bytes()[..]).expect("CIDv1 converts")
 }
 
-fn leaf() -> Cid {
-    Cid::for_dag_cbor(b"atbench mst leaf")
-}
+use benches::inputs::mst_leaf as leaf;
 
 /// atrium's view of a base tree's blocks plus this iteration's writes.
 struct Overlay<'a> {
@@ -151,16 +149,12 @@ pub fn run(target: &mut BenchTarget) {
 }
 
 fn add(target: &mut BenchTarget) {
-    let pool = keys(0xadd, 4096);
+    let pool = benches::inputs::mst_add_pool();
     let mut group = target.group("repo.mst_add");
     group.throughput(Throughput::Elements(1));
     for n in [1_000usize, 10_000, 100_000] {
         let tier = count_tier(n);
-        let base_keys: Vec<String> = keys(0xba5e + n as u64, n + n / 10)
-            .into_iter()
-            .filter(|k| pool.binary_search(k).is_err())
-            .take(n)
-            .collect();
+        let base_keys = benches::inputs::mst_add_base_keys(n, &pool);
         assert_eq!(base_keys.len(), n);
         let mut m = Mst::empty(MemoryBlockStore::new());
         for k in &base_keys {

@@ -50,15 +50,13 @@ use benches::registry::count_tier;
 use benches::target::BenchTarget;
 use criterion::Throughput;
 use repo::Cid;
-use repo::car::{CarReader, CarSlice, CarWriter};
-use repo::cbor::{self, Value};
-use repo::commit::{CommitRef, UnsignedCommit};
+use repo::car::{CarReader, CarSlice};
+use repo::commit::CommitRef;
 use repo::crypto::{Algorithm, K256Backend, Keypair, PublicKey};
 use repo::firehose::{CommitVerifier, Frame, verify_commit};
 use repo::mst::{MemoryBlockStore, Mst};
-use repo::syntax::Tid;
 
-use crate::corpus::Corpus;
+use benches::corpus::Corpus;
 
 /// Registers the six groups.
 pub fn run(target: &mut BenchTarget, corpus: &Corpus) {
@@ -67,17 +65,11 @@ pub fn run(target: &mut BenchTarget, corpus: &Corpus) {
     frames(target, corpus);
 }
 
-fn unsigned() -> UnsignedCommit {
-    UnsignedCommit::new(
-        "did:plc:ewvi7nxzyoun6zhxrhs64oiz",
-        Cid::for_dag_cbor(b"atbench mst root"),
-        Tid::from_parts(1_700_000_000_000_000, 7),
-    )
-}
+use benches::inputs::{export_car as export, like_repo as build_repo, unsigned_commit as unsigned};
 
 fn commits(target: &mut BenchTarget) {
     let keys = [("k256", Algorithm::K256), ("p256", Algorithm::P256)].map(|(name, alg)| {
-        let secret = datagen::random_bytes(0x5167, 32);
+        let secret = benches::inputs::commit_secret();
         (
             name,
             Keypair::from_bytes(alg, &secret).expect("valid secret"),
@@ -152,56 +144,6 @@ fn commits(target: &mut BenchTarget) {
         }
     }
     group.finish();
-}
-
-/// A signed repo of `n` like records: blocks, commit CID, record count.
-fn build_repo(n: usize, like: &[u8]) -> (MemoryBlockStore, Cid) {
-    let template = cbor::decode_owned(like).expect("like decodes");
-    let mut store = MemoryBlockStore::new();
-    let mut mst = Mst::empty(MemoryBlockStore::new());
-    for i in 0..n {
-        let mut record = template.clone();
-        if let Value::Map(m) = &mut record {
-            m.insert(
-                "createdAt",
-                Value::Text(format!("2024-01-01T00:00:{:02}.{:06}Z", i % 60, i)),
-            );
-        }
-        let bytes = cbor::to_vec(&record);
-        let cid = store.put_dag_cbor(bytes);
-        let tid = Tid::from_parts(1_700_000_000_000_000 + i as u64 * 1_000, 3);
-        mst.insert(&format!("app.bsky.feed.like/{tid}"), cid)
-            .expect("insert");
-    }
-    let c = mst.commit().expect("commit");
-    store.extend(c.new_blocks);
-    let key = Keypair::from_bytes(Algorithm::K256, &datagen::random_bytes(0xca2, 32)).expect("key");
-    let rev = Tid::from_parts(1_700_000_000_000_000 + n as u64 * 1_000, 3);
-    let signed = UnsignedCommit::new("did:plc:ewvi7nxzyoun6zhxrhs64oiz", c.root, rev).sign(&key);
-    let commit = store.put_dag_cbor(signed.to_bytes());
-    (store, commit)
-}
-
-/// The whole export: commit, every MST node, every record.
-fn export(store: &MemoryBlockStore, commit: Cid, out: &mut Vec<u8>) -> usize {
-    let mut w = CarWriter::new(out, &[commit]).expect("header");
-    let commit_bytes = store.get(&commit).expect("commit block");
-    w.write_block(&commit, commit_bytes).expect("write");
-    let data = CommitRef::decode(commit_bytes).expect("commit").data;
-    let mut mst = Mst::load(store, data);
-    for cid in mst.node_cids().expect("walk") {
-        w.write_block(&cid, store.get(&cid).expect("node block"))
-            .expect("write");
-    }
-    let mut records = 0;
-    for leaf in mst.leaves().expect("walk") {
-        let (_, cid) = leaf.expect("leaf");
-        w.write_block(&cid, store.get(&cid).expect("record block"))
-            .expect("write");
-        records += 1;
-    }
-    w.finish().expect("flush");
-    records
 }
 
 /// The whole import: stream-read with hash checks into a block store, then

@@ -24,17 +24,7 @@ pub fn keypair(i: u64) -> Keypair {
     Keypair::from_bytes(Algorithm::K256, &datagen::store::signing_secret(i)).expect("valid secret")
 }
 
-/// A small deterministic generator for sampling (xorshift).
-pub struct Sampler(pub u64);
-
-impl Sampler {
-    pub fn next(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n.max(1) as u64) as usize
-    }
-}
+pub use benches::inputs::Sampler;
 
 /// One seeded account holding `n` records.
 pub struct SizedAccount {
@@ -45,10 +35,7 @@ pub struct SizedAccount {
 
 impl SizedAccount {
     pub fn sample(&self, n: usize, seed: u64) -> Vec<(&'static str, String, Cid)> {
-        let mut s = Sampler(seed | 1);
-        (0..n)
-            .map(|_| self.records[s.next(self.records.len())].clone())
-            .collect()
+        benches::inputs::store_sample(&self.records, n, seed)
     }
 }
 
@@ -90,7 +77,10 @@ pub fn build(dir: &Path) -> Fixtures {
     let sized: Vec<(usize, SizedAccount)> = [1_000usize, 10_000, 100_000]
         .into_iter()
         .enumerate()
-        .map(|(i, n)| (n, seed_account(&sizes, 1_000 + i as u64, n)))
+        .map(|(i, n)| {
+            let index = benches::inputs::STORE_10K_ACCOUNT - 1 + i as u64;
+            (n, seed_account(&sizes, index, n))
+        })
         .collect();
     for (n, acc) in &sized {
         assert_eq!(sizes.check_repo(&acc.did).expect("check"), *n);

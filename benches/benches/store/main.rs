@@ -65,5 +65,13 @@ fn main() {
     blob::run(&mut target, dir.path());
     sync::run(&mut target, &fx);
     startup::run(&mut target, dir.path());
+    // `BENCH_PEERS=1`: the official PDS's storage layer through the same
+    // units of work.
+    benches::peers::run_after_ours(
+        benches::peers::OFFICIAL_PDS,
+        target.preset(),
+        &target.seen_groups(),
+        benches::peers::store_inputs::build,
+    );
     target.finish();
 }

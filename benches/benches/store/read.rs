@@ -167,10 +167,7 @@ pub fn run(target: &mut BenchTarget, fx: &Fixtures) {
         .map(|r| r.1.as_str())
         .collect();
     likes.sort_unstable();
-    let mut s = Sampler(99);
-    let cursors: Vec<String> = (0..256)
-        .map(|_| likes[50 + s.next(likes.len() - 50)].to_owned())
-        .collect();
+    let cursors = benches::inputs::store_list_cursors(&likes);
     for c in cursors.iter().take(16) {
         let opts = ListOptions {
             limit: 50,

@@ -1,5 +1,6 @@
 //! The real inputs: records, frames and keys from the vendored jetstream
-//! corpus (`crates/repo/tests/corpus/`).
+//! corpus (`crates/repo/tests/corpus/`), read by `--bench repo` and by the
+//! inputs of its peer (`peers::repo_inputs`).
 
 use std::collections::HashMap;
 

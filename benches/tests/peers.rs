@@ -1,0 +1,147 @@
+//! The peers' probes in smoke mode (a few seconds each, small inputs), so a
+//! broken probe is caught without running the peers' full measurement
+//! (which `.ci/run` does not do). Each installs its peer on first use
+//! (`npm ci`). Without node the tests skip with the reason, unless
+//! `BENCH_REQUIRE_LIVE=1` (CI), where a missing node fails them.
+
+#![cfg(feature = "bench-internals")]
+
+use std::path::PathBuf;
+
+use benches::corpus::Corpus;
+use benches::peers::{self, Mode, Peer};
+use benches::registry::Registry;
+
+fn require_live() -> bool {
+    std::env::var("BENCH_REQUIRE_LIVE").as_deref() == Ok("1")
+}
+
+/// A scratch directory of this test's own under target/atbench.
+fn scratch(name: &str) -> PathBuf {
+    let dir = benches::sidecar::atbench_dir()
+        .join("peer-smoke")
+        .join(name);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).expect("clear the scratch dir");
+    }
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// Node and the installed peer, or `None` (printed) when the test skips.
+fn ready(peer: Peer) -> Option<()> {
+    if let Err(reason) = peers::node_version() {
+        assert!(!require_live(), "BENCH_REQUIRE_LIVE=1 and {reason}");
+        eprintln!("skipped: {reason}");
+        return None;
+    }
+    peers::ensure_installed(peer).unwrap_or_else(|e| panic!("{e}"));
+    Some(())
+}
+
+/// Every id is a registered comparison row of its group.
+fn registered(ids: &[String]) {
+    let registry = Registry::load().expect("units.toml");
+    for id in ids {
+        let mut parts = id.split('/');
+        let group = parts.next().unwrap_or_default();
+        let implementation = parts.next().unwrap_or_default();
+        let spec = registry
+            .groups
+            .get(group)
+            .unwrap_or_else(|| panic!("{id}: group not in units.toml"));
+        assert!(
+            spec.compare.iter().any(|c| c == implementation),
+            "{id}: {implementation} is not in {group}'s compare list"
+        );
+    }
+}
+
+fn groups_of(ids: &[String]) -> Vec<&str> {
+    let mut groups: Vec<&str> = Vec::new();
+    for group in ids.iter().filter_map(|i| i.split('/').next()) {
+        if !groups.contains(&group) {
+            groups.push(group);
+        }
+    }
+    groups
+}
+
+#[test]
+fn atproto_repo_probe_runs_every_group_and_checks_against_ours() {
+    let Some(()) = ready(peers::ATPROTO_REPO) else {
+        return;
+    };
+    let dir = scratch("atproto-repo");
+    let corpus = Corpus::load();
+    let inputs =
+        peers::repo_inputs::build(dir.join("inputs"), Mode::Smoke, &corpus).expect("write inputs");
+    let ids = peers::run_probe(
+        peers::ATPROTO_REPO,
+        &inputs,
+        &dir.join("out"),
+        Mode::Smoke,
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        groups_of(&ids),
+        [
+            "repo.cbor_encode",
+            "repo.cbor_decode",
+            "repo.cid",
+            "repo.mst_add",
+            "repo.commit_sign",
+            "repo.commit_verify",
+            "repo.car_read"
+        ],
+        "{ids:?}"
+    );
+    registered(&ids);
+
+    // The check is real: a CID of ours that the peer does not reproduce
+    // fails the probe, and no result is reported.
+    let manifest = inputs.join("inputs.json");
+    let mut value: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest).expect("manifest")).expect("JSON");
+    value["cid"][0]["cid"] =
+        serde_json::json!(repo::Cid::for_dag_cbor(b"another block").to_string());
+    std::fs::write(&manifest, serde_json::to_vec(&value).expect("JSON")).expect("rewrite");
+    let err = peers::run_probe(
+        peers::ATPROTO_REPO,
+        &inputs,
+        &dir.join("out-tampered"),
+        Mode::Smoke,
+        &["repo.cid".to_owned()],
+    )
+    .expect_err("a CID that differs from the peer's must fail the probe");
+    assert!(err.contains("failed"), "{err}");
+}
+
+#[test]
+fn official_pds_probe_runs_every_group_and_checks_against_ours() {
+    let Some(()) = ready(peers::OFFICIAL_PDS) else {
+        return;
+    };
+    let dir = scratch("official-pds");
+    let inputs = peers::store_inputs::build(dir.join("inputs"), Mode::Smoke).expect("inputs");
+    let ids = peers::run_probe(
+        peers::OFFICIAL_PDS,
+        &inputs,
+        &dir.join("out"),
+        Mode::Smoke,
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        groups_of(&ids),
+        [
+            "store.apply_commit",
+            "store.current_cid",
+            "store.get_record",
+            "store.list_records"
+        ],
+        "{ids:?}"
+    );
+    registered(&ids);
+}
