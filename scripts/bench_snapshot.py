@@ -7,7 +7,8 @@
         [--now 2026-11-30T20:00:00Z]
 
 Reads Criterion 0.8.2's output (<target>/criterion/**/new/{benchmark,estimates}.json), the
-harness sidecars (<target>/atbench/latency/*.json, <target>/atbench/context/*.json),
+harness sidecars (<target>/atbench/latency/*.json, <target>/atbench/context/*.json), the
+peers' results (<target>/atbench/peers/*.json, from BENCH_PEERS=1 runs),
 benches/units.toml, bench-history/renames.json and data/MANIFEST.json, and writes
 bench-history/bench-<UTC>.json, bench-history/bench-<UTC>.md and bench-history/latest.md, and
 regenerates the result tables of README.md (scripts/readme_results.py) when it has them.
@@ -36,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from atbench_snapshot import environment, history, machine, readme, registry, report, sidecars
+from atbench_snapshot import environment, history, machine, peers, readme, registry, report, sidecars
 from atbench_snapshot.compare import DEFAULT_NOISE_FLOOR, compare
 from atbench_snapshot.criterion import CriterionError, read_criterion_dir
 
@@ -106,6 +107,8 @@ def _target_dir(args: argparse.Namespace) -> Path:
 
 def _merge_latency(results: dict[str, dict[str, Any]], latency: dict[str, dict[str, Any]], warnings: list[str]) -> None:
     for full_id, result in results.items():
+        if result.get("source") == "peer":
+            continue
         result["latency"] = latency.get(full_id)
     orphans = sorted(set(latency) - set(results))
     if orphans:
@@ -170,6 +173,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> list[Path]:
     warnings: list[str] = []
 
     results = read_criterion_dir(args.criterion_dir or target_dir / "criterion")
+    peers.merge(results, peers.read_peers(target_dir / "atbench" / "peers", warnings), warnings)
+    results = dict(sorted(results.items()))
     units = registry.load_registry(args.units or args.root / "benches" / "units.toml", warnings)
     registry.annotate(results, units, warnings)
     _merge_latency(results, sidecars.read_latency(target_dir / "atbench" / "latency", warnings), warnings)

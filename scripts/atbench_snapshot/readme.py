@@ -8,6 +8,7 @@ figure) and one block per bench target (`hotpath`, `repo`, `segment`, `store`, .
   `compare` order, each cell the median, the throughput when there is one, and the ratio to
   the best cell of its tier, the best in bold);
 - the latency percentiles of the concurrent-caller rows;
+- the peers measured in the same run, each beside our rows of the same unit of work;
 - every other row of the target (single-implementation groups, adjacent probes).
 
 The prose around the blocks is hand-written; it names ids and files, never figures of one
@@ -24,7 +25,7 @@ from . import humanize
 from .compare import CALIBRATION_ID
 from .criterion import tier_sort_key
 from .registry import Group
-from .report import cell, table
+from .report import PEER_HEADERS, cell, peer_comparison, table
 
 Results = dict[str, dict[str, Any]]
 
@@ -113,6 +114,14 @@ def target_block(results: Results, registry: dict[str, Group], target: str) -> l
     if latency_rows:
         lines += ["Concurrent callers (latency per operation; CPU/op = the process's CPU time per operation):", ""]
         lines += table(["id", "ops/s", "p50", "p95", "p99", "CPU/op"], latency_rows) + [""]
+    peer_rows = peer_comparison(mine, registry)
+    if peer_rows:
+        lines += [
+            "Reference implementations in the same run (`BENCH_PEERS=1`, probes in `peers/`; "
+            "benches/units.toml `peers` says how each path differs):",
+            "",
+        ]
+        lines += table(PEER_HEADERS, peer_rows) + [""]
     other_rows = [
         [f"`{i}`", humanize.duration(r["median_ns"]), _rate(r) or "—"]
         for i, r in sorted(mine.items())

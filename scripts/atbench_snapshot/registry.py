@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 THROUGHPUT_KINDS = ("bytes", "elements", "none")
-KEYS = {"target", "unit", "throughput", "compare", "probe", "calibration"}
+KEYS = {"target", "unit", "throughput", "compare", "probe", "calibration", "peers"}
 LOWER = re.compile(r"[a-z0-9_.-]+")
 TIER = re.compile(r"[A-Za-z0-9_.-]+")
 
@@ -40,6 +40,8 @@ class Group:
     compare: tuple[str, ...]
     probe: bool
     calibration: str | None = None
+    # {peer implementation: {"same_as": [ours...], "note": "..."}} (units.toml `peers`)
+    peers: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _check_chars(part: str, what: str, pattern: re.Pattern[str]) -> None:
@@ -111,7 +113,32 @@ def _group(name: str, table: Any) -> Group:
     calibration = table.get("calibration")
     if calibration is not None and not isinstance(calibration, str):
         raise RegistryError(f'[groups."{name}"] calibration must name a calibrate.* group')
-    return Group(name, table["target"], table["unit"], table["throughput"], tuple(compare), probe, calibration)
+    peers = _peers(name, table.get("peers", {}), compare)
+    return Group(name, table["target"], table["unit"], table["throughput"], tuple(compare), probe, calibration, peers)
+
+
+def _peers(name: str, table: Any, compare: list[str]) -> dict[str, dict[str, Any]]:
+    """The `peers` table of a group: each peer listed in compare (itself or a variant), each
+    `same_as` one of ours in compare, a one-line `note`."""
+    if not isinstance(table, dict):
+        raise RegistryError(f'[groups."{name}"] peers must be a table of peer tables')
+    peers: dict[str, dict[str, Any]] = {}
+    for peer, spec in table.items():
+        where = f'[groups."{name}".peers."{peer}"]'
+        if not isinstance(spec, dict) or set(spec) != {"same_as", "note"}:
+            raise RegistryError(f"{where} needs exactly `same_as` and `note`")
+        same_as, note = spec["same_as"], spec["note"]
+        def ours(s: Any) -> bool:
+            return isinstance(s, str) and any(c == s or c.startswith(s + ".") for c in compare)
+
+        if not isinstance(same_as, list) or not all(ours(s) for s in same_as):
+            raise RegistryError(f"{where} same_as must list implementations of compare")
+        if not isinstance(note, str) or not note.strip():
+            raise RegistryError(f"{where} needs a non-empty note")
+        if not any(c == peer or c.startswith(peer + ".") for c in compare):
+            raise RegistryError(f"{where}: the peer is not in compare")
+        peers[peer] = {"same_as": list(same_as), "note": note}
+    return peers
 
 
 def parse_registry(text: str) -> dict[str, Group]:

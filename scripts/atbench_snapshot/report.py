@@ -5,7 +5,8 @@ rows, largest |Δ time| first (or, with no same-machine baseline, why verdicts a
 the newest snapshot and how its machine differs); the command and run header (label, tag,
 commit, machine and its fingerprint, dataset, context); the full delta table against the
 baseline (or medians only when there is none), the latency percentiles, the same-run comparison tables (per group and tier, ratio
-to the best, best in bold), adjacent probes, unregistered groups, and warnings.
+to the best, best in bold, peer rows marked), the peers (versions, checks, and each against our
+rows of the same unit of work), adjacent probes, unregistered groups, and warnings.
 """
 
 from __future__ import annotations
@@ -257,13 +258,105 @@ def comparison_tables(results: Results, registry: dict[str, Group]) -> list[str]
         for full_id in sorted(ids, key=lambda i: (results[i]["median_ns"], i)):
             result = results[full_id]
             row = [
-                result["implementation"],
+                result["implementation"] + (" (peer)" if result.get("source") == "peer" else ""),
                 humanize.duration(result["median_ns"]),
                 _rate(result),
                 humanize.ratio(result["median_ns"] / best if best > 0 else 1.0),
             ]
             rows.append([f"**{value}**" for value in row] if result["median_ns"] == best else row)
         lines += table(["implementation", "median", "throughput", "ratio to best"], rows)
+    return lines
+
+
+def _ours_for_peer(results: Results, registry: dict[str, Group], peer_id: str) -> list[str]:
+    """Our ids that do the same unit of work as peer row `peer_id` (units.toml `peers`
+    `same_as`; a peer's variant, such as `.callers-10`, picks our implementation with the
+    same variant), present in this run."""
+    result = results[peer_id]
+    group = registry.get(result["group"])
+    if group is None:
+        return []
+    name, _, variant = result["implementation"].partition(".")
+    spec = group.peers.get(name)
+    if spec is None:
+        return []
+    ours = []
+    for same in spec["same_as"]:
+        implementation = f"{same}.{variant}" if variant and not same.endswith("." + variant) else same
+        tier = f"/{result['tier']}" if result["tier"] else ""
+        candidate = f"{result['group']}/{implementation}{tier}"
+        if candidate in results:
+            ours.append(candidate)
+    return ours
+
+
+def peer_comparison(results: Results, registry: dict[str, Group]) -> list[list[str]]:
+    """One row per (peer row, our row of the same unit of work): medians, the factor by which
+    ours is faster, and p95 of both where they have percentiles (concurrent callers)."""
+    rows = []
+    for peer_id, result in results.items():
+        if result.get("source") != "peer":
+            continue
+        for our_id in _ours_for_peer(results, registry, peer_id):
+            ours = results[our_id]
+            factor = result["median_ns"] / ours["median_ns"] if ours["median_ns"] > 0 else float("inf")
+            p95 = [
+                humanize.duration(r["latency"]["p95_ns"]) if r.get("latency") else "—" for r in (result, ours)
+            ]
+            rows.append(
+                [
+                    f"`{peer_id}`",
+                    humanize.duration(result["median_ns"]),
+                    f"`{our_id}`",
+                    humanize.duration(ours["median_ns"]),
+                    f"{factor:.1f}x",
+                    *p95,
+                ]
+            )
+    return rows
+
+
+PEER_HEADERS = ["peer row", "peer median", "our row (same unit)", "our median", "ours faster", "peer p95", "our p95"]
+
+
+def peers(results: Results, registry: dict[str, Group]) -> list[str]:
+    """The reference implementations measured in this run: versions, settings, checks, and
+    each against our rows of the same unit of work."""
+    peer_ids = [i for i, r in results.items() if r.get("source") == "peer"]
+    if not peer_ids:
+        return []
+    lines = [
+        "",
+        "## Peers (reference implementations, same run)",
+        "",
+        "Measured by the probes in `peers/` under node through the same units of work "
+        "(`BENCH_PEERS=1`; benches/units.toml `peers` says how each differs); every row was "
+        "checked against our output before it was timed. Median = 1 / the median run's ops/s.",
+        "",
+    ]
+    described = []
+    for full_id in peer_ids:
+        peer = results[full_id]["peer"]
+        versions = ", ".join(f"{k} {v}" for k, v in sorted(peer.get("versions", {}).items()))
+        runs = ", ".join(humanize.count(r["ops_per_sec"]) for r in peer.get("runs", []))
+        described.append(
+            [
+                f"`{full_id}`",
+                cell(f"{versions}; node {peer.get('node', '?')}"),
+                cell(peer.get("timing", "?")),
+                f"{runs} ops/s",
+                cell(peer.get("check", "")),
+            ]
+        )
+    lines += table(["id", "versions", "timing", "runs", "checked"], described)
+    settings = {
+        json.dumps(results[i]["peer"]["sqlite"], sort_keys=True) for i in peer_ids if results[i]["peer"].get("sqlite")
+    }
+    for setting in sorted(settings):
+        lines += ["", f"Peer SQLite settings: {cell(setting)}"]
+    rows = peer_comparison(results, registry)
+    if rows:
+        lines += ["", "Against our rows of the same unit of work:", ""] + table(PEER_HEADERS, rows)
     return lines
 
 
@@ -318,6 +411,7 @@ def render(
     lines += deltas(results, comparison, baseline, noise_floor)
     lines += latency(results)
     lines += comparison_tables(results, registry)
+    lines += peers(results, registry)
     lines += probes(results, registry)
     lines += unregistered(results)
     if snapshot["warnings"]:
