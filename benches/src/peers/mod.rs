@@ -368,3 +368,35 @@ pub fn run_after_ours(
         Err(reason) => eprintln!("atbench: peers: {} skipped: {reason}", peer.implementation),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{ATPROTO_REPO, OFFICIAL_PDS, check_result};
+    use serde_json::json;
+
+    fn result(id: &str) -> serde_json::Value {
+        json!({
+            "id": id, "peer": "official-pds", "versions": {}, "node": "v20", "callers": 1,
+            "ops": 10, "runs": [], "ops_per_sec": 100.0, "p50_ns": 1, "p95_ns": 2, "p99_ns": 3,
+            "throughput": {"kind": "elements", "per_iteration": 1}, "verified": true,
+        })
+    }
+
+    #[test]
+    fn a_result_is_checked_for_its_fields_its_peer_and_its_verification() {
+        let id = "store.list_records/official-pds.callers-1/limit-50";
+        assert_eq!(check_result(OFFICIAL_PDS, &result(id)).as_deref(), Ok(id));
+        assert!(check_result(ATPROTO_REPO, &result(id)).is_err());
+        let mut unverified = result(id);
+        unverified["verified"] = json!(false);
+        assert!(check_result(OFFICIAL_PDS, &unverified).is_err());
+        let mut incomplete = result(id);
+        incomplete.as_object_mut().map(|o| o.remove("p99_ns"));
+        assert!(check_result(OFFICIAL_PDS, &incomplete).is_err());
+        let mut rateless = result(id);
+        rateless["ops_per_sec"] = json!(0.0);
+        assert!(check_result(OFFICIAL_PDS, &rateless).is_err());
+        let bad_grammar = result("store.get_record/official-pds+x/callers-1");
+        assert!(check_result(OFFICIAL_PDS, &bad_grammar).is_err());
+    }
+}
