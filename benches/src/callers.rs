@@ -15,7 +15,9 @@
 //! take a rate on this machine: with `c` cores the rate cannot pass
 //! `c / cpu_per_op`, so a curve that flattens with cores to spare is
 //! waiting, and one whose CPU per operation grows with callers pays for
-//! its hand-offs.
+//! its hand-offs. Beside it goes the whole machine's busy CPU time per
+//! operation (`/proc/stat`), which also counts the servers the callers
+//! talk to: for a live database on the same machine that is the bound.
 //!
 //! Criterion's warm-up calls the routine with doubling iteration counts and
 //! its measurement with linearly increasing ones, starting below the last
@@ -56,6 +58,12 @@ pub struct LatencySummary {
     /// reports it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_ns_per_op: Option<f64>,
+    /// The whole machine's busy CPU time per operation (every process,
+    /// from `/proc/stat`: the servers these callers talk to included),
+    /// when the platform reports it; with `c` cores the rate cannot pass
+    /// `c / machine_cpu_ns_per_op`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine_cpu_ns_per_op: Option<f64>,
 }
 
 struct Accumulator {
@@ -63,6 +71,8 @@ struct Accumulator {
     wall: Duration,
     /// `None` once any batch could not read the process's CPU time.
     cpu: Option<Duration>,
+    /// `None` once any batch could not read the machine's CPU time.
+    machine_cpu: Option<Duration>,
     last_iters: u64,
 }
 
@@ -71,6 +81,7 @@ struct Batch {
     histogram: Histogram<u64>,
     wall: Duration,
     cpu: Option<Duration>,
+    machine_cpu: Option<Duration>,
 }
 
 /// CPU time consumed so far by every thread of this process.
@@ -95,6 +106,29 @@ fn process_cpu_time() -> Option<Duration> {
 #[cfg(not(unix))]
 fn process_cpu_time() -> Option<Duration> {
     None
+}
+
+/// Busy CPU time of the whole machine so far (user, nice, system, irq,
+/// softirq and steal of `/proc/stat`'s `cpu` line), or `None` where there
+/// is no such file. Its resolution is the kernel's clock tick.
+fn machine_cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    let busy: u64 = [0usize, 1, 2, 5, 6, 7]
+        .iter()
+        .filter_map(|&i| ticks.get(i))
+        .sum();
+    // SAFETY: sysconf only reads a constant of the running system.
+    #[cfg(unix)]
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    #[cfg(not(unix))]
+    let hz = 100;
+    let hz = u64::try_from(hz).ok().filter(|&h| h > 0)?;
+    Some(Duration::from_nanos(busy.checked_mul(1_000_000_000 / hz)?))
 }
 
 fn new_histogram() -> Histogram<u64> {
@@ -123,15 +157,41 @@ where
     F: Fn(usize) -> Op + Sync,
     Op: FnMut(u64),
 {
+    bench_callers_counting(
+        group,
+        implementation,
+        tier,
+        callers,
+        Throughput::Elements(1),
+        make_op,
+    )
+}
+
+/// [`bench_callers`] for a group whose Criterion throughput per operation
+/// is `throughput` (bytes of an object, say) rather than one element; the
+/// latency summary is per operation either way.
+pub fn bench_callers_counting<F, Op>(
+    group: &mut Group<'_>,
+    implementation: &str,
+    tier: &str,
+    callers: usize,
+    throughput: Throughput,
+    make_op: F,
+) -> Option<LatencySummary>
+where
+    F: Fn(usize) -> Op + Sync,
+    Op: FnMut(u64),
+{
     let callers = callers.max(1);
     let id = group.id(implementation, tier);
     let acc = Mutex::new(Accumulator {
         histogram: new_histogram(),
         wall: Duration::ZERO,
         cpu: Some(Duration::ZERO),
+        machine_cpu: Some(Duration::ZERO),
         last_iters: 0,
     });
-    group.throughput(Throughput::Elements(1));
+    group.throughput(throughput);
     group.bench(implementation, tier, |b| {
         b.iter_custom(|iters| {
             let batch = run_batch(iters, callers, &make_op);
@@ -140,10 +200,12 @@ where
                 acc.histogram.reset();
                 acc.wall = Duration::ZERO;
                 acc.cpu = Some(Duration::ZERO);
+                acc.machine_cpu = Some(Duration::ZERO);
             }
             acc.last_iters = iters;
             acc.wall += batch.wall;
             acc.cpu = acc.cpu.zip(batch.cpu).map(|(a, b)| a + b);
+            acc.machine_cpu = acc.machine_cpu.zip(batch.machine_cpu).map(|(a, b)| a + b);
             let _ = acc.histogram.add(&batch.histogram);
             batch.wall
         })
@@ -165,10 +227,16 @@ where
         p99_ns: h.value_at_quantile(0.99),
         max_ns: h.max(),
         cpu_ns_per_op: acc.cpu.map(|c| c.as_nanos() as f64 / h.len() as f64),
+        machine_cpu_ns_per_op: acc
+            .machine_cpu
+            .map(|c| c.as_nanos() as f64 / h.len() as f64),
     };
-    let cpu = summary
+    let mut cpu = summary
         .cpu_ns_per_op
         .map_or(String::new(), |c| format!(", CPU {c:.0} ns/op"));
+    if let Some(m) = summary.machine_cpu_ns_per_op {
+        cpu.push_str(&format!(" (machine {m:.0} ns/op)"));
+    }
     eprintln!(
         "atbench: {id}: {:.0} ops/s, p50 {} ns, p95 {} ns, p99 {} ns, max {} ns{cpu}",
         summary.ops_per_sec, summary.p50_ns, summary.p95_ns, summary.p99_ns, summary.max_ns
@@ -204,10 +272,10 @@ where
                     let mut op = make_op(caller);
                     let mut histogram = new_histogram();
                     barrier.wait();
-                    let cpu_start = if caller == 0 {
-                        process_cpu_time()
+                    let (cpu_start, machine_start) = if caller == 0 {
+                        (process_cpu_time(), machine_cpu_time())
                     } else {
-                        None
+                        (None, None)
                     };
                     // Each caller stamps its own start: a coordinating thread
                     // that is descheduled past the barrier could stamp after
@@ -219,7 +287,8 @@ where
                         histogram.saturating_record(start.elapsed().as_nanos() as u64);
                     }
                     let done = Instant::now();
-                    (histogram, started, done, cpu_start, process_cpu_time())
+                    let ends = (process_cpu_time(), machine_cpu_time());
+                    (histogram, started, done, (cpu_start, machine_start), ends)
                 })
             })
             .collect();
@@ -229,13 +298,16 @@ where
         // `None` as soon as any reading failed.
         let mut cpu_start = None;
         let mut cpu_end = Some(Duration::ZERO);
+        let mut machine_start = None;
+        let mut machine_end = Some(Duration::ZERO);
         for (caller, handle) in handles.into_iter().enumerate() {
             match handle.join() {
-                Ok((histogram, started, done, start_reading, end_reading)) => {
+                Ok((histogram, started, done, starts, ends)) => {
                     if caller == 0 {
-                        cpu_start = start_reading;
+                        (cpu_start, machine_start) = starts;
                     }
-                    cpu_end = cpu_end.zip(end_reading).map(|(a, b)| a.max(b));
+                    cpu_end = cpu_end.zip(ends.0).map(|(a, b)| a.max(b));
+                    machine_end = machine_end.zip(ends.1).map(|(a, b)| a.max(b));
                     let _ = merged.add(&histogram);
                     span = Some(match span {
                         None => (started, done),
@@ -252,6 +324,9 @@ where
             histogram: merged,
             wall: wall.max(Duration::from_nanos(1)),
             cpu: cpu_start.zip(cpu_end).map(|(a, b)| b.saturating_sub(a)),
+            machine_cpu: machine_start
+                .zip(machine_end)
+                .map(|(a, b)| b.saturating_sub(a)),
         }
     })
 }

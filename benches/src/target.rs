@@ -36,6 +36,9 @@ pub struct BenchTarget {
     preset: Preset,
     registry: Registry,
     seen: BTreeSet<String>,
+    /// Groups not run, each with its printed reason (a live backend that
+    /// could not be reached).
+    skipped: BTreeSet<String>,
 }
 
 /// Criterion options that take a value, so the word after them is not a
@@ -108,6 +111,7 @@ impl BenchTarget {
             preset,
             registry,
             seen: BTreeSet::new(),
+            skipped: BTreeSet::new(),
         }
     }
 
@@ -146,6 +150,23 @@ impl BenchTarget {
         }
     }
 
+    /// Records that registered group `name` does not run this time and why
+    /// (printed): `finish` then does not call it stale.
+    ///
+    /// # Panics
+    /// When the group is not registered for this target.
+    pub fn skip_group(&mut self, name: &str, reason: &str) {
+        match self.registry.groups.get(name) {
+            Some(spec) if spec.runs_in(self.name) => {}
+            _ => panic!(
+                "group {name} is not registered in benches/units.toml for target {}",
+                self.name
+            ),
+        }
+        eprintln!("atbench: {name}: skipped: {reason}");
+        self.skipped.insert(name.to_owned());
+    }
+
     /// Runs the calibration group, checks that every group registered for
     /// this target ran (when the run is unfiltered), prints Criterion's
     /// summary.
@@ -159,7 +180,7 @@ impl BenchTarget {
             let stale: Vec<&str> = self
                 .registry
                 .groups_of(self.name)
-                .filter(|g| !self.seen.contains(*g))
+                .filter(|g| !self.seen.contains(*g) && !self.skipped.contains(*g))
                 .collect();
             assert!(
                 stale.is_empty(),

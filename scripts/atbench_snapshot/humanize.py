@@ -60,9 +60,13 @@ def ratio(value: float) -> str:
 
 
 def cpu_per_op(latency: dict) -> str:
-    """Process CPU time per operation of a latency record, '—' when not recorded."""
+    """Process CPU time per operation of a latency record, '—' when not recorded; with the
+    whole machine's (servers included) beside it when recorded."""
     cpu = latency.get("cpu_ns_per_op")
-    return "—" if cpu is None else duration(cpu)
+    if cpu is None:
+        return "—"
+    machine = latency.get("machine_cpu_ns_per_op")
+    return duration(cpu) if machine is None else f"{duration(cpu)} (machine {duration(machine)})"
 
 
 def cores_busy(latency: dict) -> str:

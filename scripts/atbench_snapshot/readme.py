@@ -112,7 +112,11 @@ def target_block(results: Results, registry: dict[str, Group], target: str) -> l
         if r.get("latency")
     ]
     if latency_rows:
-        lines += ["Concurrent callers (latency per operation; CPU/op = the process's CPU time per operation):", ""]
+        lines += [
+            "Concurrent callers (latency per operation; CPU/op = the process's CPU time per operation, "
+            "and where recorded the whole machine's, servers included):",
+            "",
+        ]
         lines += table(["id", "ops/s", "p50", "p95", "p99", "CPU/op"], latency_rows) + [""]
     peer_rows = peer_comparison(mine, registry)
     if peer_rows:

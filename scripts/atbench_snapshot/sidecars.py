@@ -3,7 +3,8 @@
 Owns:
   latency  `<target>/atbench/latency/*.json`, one per id:
            {"id", "callers", "ops", "ops_per_sec", "mean_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns"}
-           and optionally "cpu_ns_per_op" (process CPU time per operation, every thread);
+           and optionally "cpu_ns_per_op" (process CPU time per operation, every thread) and
+           "machine_cpu_ns_per_op" (the whole machine's busy CPU per operation, servers included);
            keyed by the `id` field (not the file name) and merged into that id's result.
   context  `<target>/atbench/context/*.json`, each a JSON object whose keys are merged, in file
            name order, into the snapshot's `context` (store PRAGMAs, BENCH_DIR, sha-256 backend...).
@@ -18,7 +19,7 @@ from typing import Any
 
 LATENCY_FIELDS = ("callers", "ops", "ops_per_sec", "mean_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns")
 # Kept when present and a number; older sidecars lack them.
-OPTIONAL_LATENCY_FIELDS = ("cpu_ns_per_op",)
+OPTIONAL_LATENCY_FIELDS = ("cpu_ns_per_op", "machine_cpu_ns_per_op")
 
 
 def _json_files(directory: Path) -> list[Path]:

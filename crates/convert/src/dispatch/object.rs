@@ -44,6 +44,10 @@ pub enum ObjectOp {
     Get,
     /// `delete`: remove.
     Delete,
+    /// `head`: metadata (size, entity tag) without the bytes.
+    Head,
+    /// `list`: the objects under the line's key taken as a prefix.
+    List,
 }
 
 impl ObjectOp {
@@ -55,6 +59,8 @@ impl ObjectOp {
             "append" => ObjectOp::Append,
             "get" => ObjectOp::Get,
             "delete" => ObjectOp::Delete,
+            "head" => ObjectOp::Head,
+            "list" => ObjectOp::List,
             _ => return None,
         })
     }

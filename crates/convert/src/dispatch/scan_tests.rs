@@ -164,7 +164,7 @@ fn any_json() -> impl Strategy<Value = String> {
 fn field_value() -> impl Strategy<Value = String> {
     let text = prop_oneof![
         prop::sample::select(vec![
-            "put", "upsert", "append", "get", "delete", "PUT", "copy"
+            "put", "upsert", "append", "get", "delete", "head", "list", "PUT", "copy"
         ])
         .prop_map(str::to_owned),
         Just(" \t".to_owned()),
@@ -218,7 +218,7 @@ proptest! {
     /// kind included) are accepted by the scanner, with the DOM's request.
     #[test]
     fn valid_lines_take_the_fast_path(
-        op in prop::sample::select(vec!["put", "upsert", "append", "get", "delete"]),
+        op in prop::sample::select(vec!["put", "upsert", "append", "get", "delete", "head", "list"]),
         bucket in ("[a-z0-9-]{1,12}|.{0,3}[a-z].{0,3}", any::<bool>()),
         object in ("[a-z0-9/._-]{1,30}|.{0,5}[a-z].{0,5}", any::<bool>()),
         content_type in prop::option::of(prop::option::of(".{0,12}")),

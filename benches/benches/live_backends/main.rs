@@ -1,0 +1,47 @@
+//! `--bench live_backends` (`spec/gateway.md`): dispatch lines executed by
+//! `crates/gateway` on live PostgreSQL, MariaDB and Redis, and on an
+//! in-process S3 emulator, each `ours` row beside `raw` (the client alone,
+//! the same statement and cells).
+//!
+//! Runs only with `BENCH_LIVE=1`; otherwise it prints one line and
+//! registers nothing. A backend that cannot be reached has its groups
+//! skipped with the reason, or fails the run under `BENCH_REQUIRE_LIVE=1`.
+//! Each backend gets this run's own database (`atbench_live_<pid>`), key
+//! prefix or bucket, seeded with the first 10,000 datagen store records
+//! and dropped at the end; reads and updates draw ids uniformly (seeded).
+//! The server versions go into the run context.
+
+use benches::target::{BenchTarget, Budget};
+
+mod live;
+mod mysql;
+mod ours;
+mod postgres;
+mod redis_kv;
+mod s3_objects;
+
+fn main() {
+    if std::env::var("BENCH_LIVE").as_deref() != Ok("1") {
+        eprintln!(
+            "atbench: live_backends: skipped (set BENCH_LIVE=1 to run it against PostgreSQL, MariaDB, Redis and the S3 emulator)"
+        );
+        return;
+    }
+    let mut target = BenchTarget::new(
+        "live_backends",
+        Budget {
+            full_min: 6.0,
+            quick_min: 3.0,
+        },
+    );
+    let rt = live::runtime();
+    let data = live::Dataset::new();
+    let mut context =
+        serde_json::json!({"rows": live::ROWS, "pool_size": gateway::PoolConfig::default().size});
+    postgres::run(&mut target, &rt, &data, &mut context);
+    mysql::run(&mut target, &rt, &data, &mut context);
+    redis_kv::run(&mut target, &rt, &data, &mut context);
+    s3_objects::run(&mut target, &rt, &mut context);
+    benches::sidecar::context("live_backends", context);
+    target.finish();
+}

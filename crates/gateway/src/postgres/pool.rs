@@ -1,0 +1,134 @@
+//! [`PgPool`]: `size` shared, pipelined `tokio-postgres` connections,
+//! each with its own statement cache.
+//!
+//! A `tokio-postgres` client takes requests from many tasks at once and
+//! pipelines them on its connection, so a line does not need a connection
+//! to itself: lines are spread over the connections round robin, and a
+//! connection is opened on first use of its slot. A connection that died
+//! (`is_closed`) is replaced by the next line that picks its slot; the
+//! lines in flight on it fail once with a lost-connection error. Each line
+//! is one statement in autocommit, so sharing is safe; a line that opens a
+//! transaction (`BEGIN`) would share it with the other lines of its
+//! connection, which is why the gateway's line shape has no transactions.
+//!
+//! An exclusive-checkout pool (`deadpool-postgres`) was the first design;
+//! `live.pg_point_select` at 10 and 100 callers showed callers queueing
+//! for connections that could have pipelined their requests.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use tokio_postgres::{Client, NoTls, Statement};
+
+/// Statements cached per connection at most; past it a statement is
+/// prepared for its line and not kept (a workload of ad-hoc statements
+/// must not grow memory without bound).
+pub(crate) const STATEMENT_CACHE: usize = 1024;
+
+/// One open connection and the statements prepared on it.
+pub(crate) struct PgConn {
+    pub client: Client,
+    statements: RwLock<HashMap<String, Statement>>,
+}
+
+impl PgConn {
+    /// The prepared statement of `sql` on this connection, prepared on
+    /// first use.
+    pub async fn statement(&self, sql: &str) -> Result<Statement, tokio_postgres::Error> {
+        if let Some(s) = self
+            .statements
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(sql)
+        {
+            return Ok(s.clone());
+        }
+        let statement = self.client.prepare(sql).await?;
+        let mut cache = self.statements.write().unwrap_or_else(|p| p.into_inner());
+        if cache.len() < STATEMENT_CACHE {
+            cache.insert(sql.to_string(), statement.clone());
+        }
+        Ok(statement)
+    }
+}
+
+struct Slot {
+    current: Mutex<Option<Arc<PgConn>>>,
+    /// Held while this slot connects, so a dead connection is replaced once.
+    connecting: tokio::sync::Mutex<()>,
+}
+
+/// Why a connection could not be had.
+pub(crate) enum ConnectError {
+    /// The connect did not finish within the connect timeout.
+    Timeout,
+    /// The client's error (refused, authentication, bad database).
+    Client(tokio_postgres::Error),
+}
+
+/// `size` connection slots over one configuration.
+pub(crate) struct PgPool {
+    config: tokio_postgres::Config,
+    slots: Vec<Slot>,
+    next: AtomicUsize,
+    connect_timeout: Duration,
+}
+
+impl PgPool {
+    pub fn new(config: tokio_postgres::Config, size: usize, connect_timeout: Duration) -> Self {
+        PgPool {
+            config,
+            slots: (0..size.max(1))
+                .map(|_| Slot {
+                    current: Mutex::new(None),
+                    connecting: tokio::sync::Mutex::new(()),
+                })
+                .collect(),
+            next: AtomicUsize::new(0),
+            connect_timeout,
+        }
+    }
+
+    fn live(slot: &Slot) -> Option<Arc<PgConn>> {
+        let current = slot.current.lock().unwrap_or_else(|p| p.into_inner());
+        current.as_ref().filter(|c| !c.client.is_closed()).cloned()
+    }
+
+    /// The connection of the next slot, opened (or replaced) when needed.
+    pub async fn get(&self) -> Result<Arc<PgConn>, ConnectError> {
+        let slot = &self.slots[self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len()];
+        if let Some(c) = Self::live(slot) {
+            return Ok(c);
+        }
+        let _connecting = slot.connecting.lock().await;
+        if let Some(c) = Self::live(slot) {
+            return Ok(c);
+        }
+        let (client, connection) =
+            tokio::time::timeout(self.connect_timeout, self.config.connect(NoTls))
+                .await
+                .map_err(|_| ConnectError::Timeout)?
+                .map_err(ConnectError::Client)?;
+        // The connection task ends when the socket does; the client then
+        // reports `is_closed` and the slot reconnects.
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        let conn = Arc::new(PgConn {
+            client,
+            statements: RwLock::new(HashMap::new()),
+        });
+        *slot.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&conn));
+        Ok(conn)
+    }
+
+    /// Connections open now.
+    pub fn open(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| Self::live(s).is_some())
+            .count()
+    }
+}
