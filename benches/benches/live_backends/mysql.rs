@@ -10,7 +10,7 @@ use benches::callers::bench_callers;
 use benches::target::BenchTarget;
 use convert::{Cell, RecordSetMode};
 use criterion::Throughput;
-use gateway::{MysqlExecutor, Outcome, PoolConfig, SqlConfig};
+use gateway::{MysqlExecutor, Outcome, SqlConfig};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Opts, OptsBuilder, Pool, PoolConstraints, PoolOpts};
 use serde_json::json;
@@ -18,7 +18,6 @@ use tokio::runtime::Runtime;
 
 use crate::live::{Dataset, run_name, sql_line, unavailable};
 use crate::ours;
-use crate::postgres::with_database;
 
 pub const GROUPS: [&str; 3] = [
     "live.mysql_point_select",
@@ -79,16 +78,9 @@ pub fn run(
         c.query_drop(format!("CREATE DATABASE {db}")).await
     })
     .expect("create database");
-    let url = with_database(&base.url, &db);
-    let pool = PoolConfig::default();
-    let e = MysqlExecutor::new(
-        &SqlConfig {
-            url: url.clone(),
-            pool,
-        },
-        RecordSetMode::JsonAndRows,
-    )
-    .expect("config");
+    let config = base.with_database(&db);
+    let (url, pool) = (config.url.clone(), config.pool);
+    let e = MysqlExecutor::new(&config, RecordSetMode::JsonAndRows).expect("config");
     seed(rt, &e, data);
     let raw = raw_pool(&url, pool.size);
     verify(rt, &e, &raw, data);

@@ -10,7 +10,7 @@ use benches::callers::bench_callers;
 use benches::target::BenchTarget;
 use convert::{Cell, RecordSetMode};
 use criterion::Throughput;
-use gateway::{Executor, Outcome, PgExecutor, PoolConfig, SqlConfig};
+use gateway::{Executor, Outcome, PgExecutor, SqlConfig};
 use serde_json::json;
 use tokio::runtime::Runtime;
 use tokio_postgres::{Client, NoTls, Statement};
@@ -82,16 +82,9 @@ pub fn run(
         &admin,
         &sql_line(&format!("CREATE DATABASE {db}"), json!([])),
     );
-    let url = with_database(&base.url, &db);
-    let pool = PoolConfig::default();
-    let e = PgExecutor::new(
-        &SqlConfig {
-            url: url.clone(),
-            pool,
-        },
-        RecordSetMode::JsonAndRows,
-    )
-    .expect("config");
+    let config = base.with_database(&db);
+    let (url, pool) = (config.url.clone(), config.pool);
+    let e = PgExecutor::new(&config, RecordSetMode::JsonAndRows).expect("config");
     seed(rt, &e, data);
     let raw: Vec<Raw> = (0..pool.size)
         .map(|_| {
@@ -123,12 +116,6 @@ pub fn run(
         &admin,
         &sql_line(&format!("DROP DATABASE {db} WITH (FORCE)"), json!([])),
     );
-}
-
-pub fn with_database(url: &str, db: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
-    let host = rest.split(['/', '?']).next().unwrap_or(rest);
-    format!("{scheme}://{host}/{db}")
 }
 
 fn seed(rt: &Runtime, e: &PgExecutor, data: &Dataset) {

@@ -84,6 +84,20 @@ pub fn run(target: &mut BenchTarget, rt: &Runtime, context: &mut serde_json::Val
                 black_box(out);
             }
         });
+        // The timed puts landed: the first key of each side (written in
+        // every mode, `--test` included) holds its payload.
+        match rt.block_on(e.run_line(
+            &json!({"op": "get", "bucket": bucket, "key": format!("{tier}/o0")}).to_string(),
+        )) {
+            Ok(Outcome::Object(ObjectOutcome::Got { bytes, .. })) => {
+                assert!(bytes[..] == payloads[0][..])
+            }
+            other => panic!("{other:?}"),
+        }
+        let raw0 = rt
+            .block_on(async { store.get(&paths[0]).await?.bytes().await })
+            .expect("get");
+        assert!(raw0[..] == payloads[0][..]);
         // Every object of both sides is in place for the gets.
         for (j, p) in payloads.iter().enumerate() {
             let line = json!({"op": "put", "bucket": bucket, "key": format!("{tier}/o{j}"),

@@ -64,6 +64,25 @@ impl SqlConfig {
         }
     }
 
+    /// The same server and pool with database `db` (the URL's path
+    /// replaced; user, host and query kept).
+    pub fn with_database(&self, db: &str) -> SqlConfig {
+        let (scheme, rest) = self.url.split_once("://").unwrap_or(("", &self.url));
+        let (before_query, query) = rest
+            .split_once('?')
+            .map_or((rest, None), |(a, q)| (a, Some(q)));
+        let host = before_query.split('/').next().unwrap_or(before_query);
+        let mut url = format!("{scheme}://{host}/{db}");
+        if let Some(q) = query {
+            url.push('?');
+            url.push_str(q);
+        }
+        SqlConfig {
+            url,
+            pool: self.pool,
+        }
+    }
+
     /// MariaDB/MySQL from `GATEWAY_MYSQL_URL`, else [`DEFAULT_MYSQL_URL`].
     pub fn mysql_from_env() -> Self {
         SqlConfig {
@@ -145,7 +164,7 @@ pub(crate) fn endpoint_of(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::endpoint_of;
+    use super::{PoolConfig, SqlConfig, endpoint_of};
 
     #[test]
     fn the_endpoint_of_a_url_drops_the_credentials_and_the_path() {
@@ -153,5 +172,22 @@ mod tests {
         assert_eq!(endpoint_of("redis://127.0.0.1:6379/"), "127.0.0.1:6379");
         assert_eq!(endpoint_of("mysql://root@h:3306/test?x=1"), "h:3306");
         assert_eq!(endpoint_of("nohost"), "nohost");
+    }
+
+    #[test]
+    fn with_database_replaces_only_the_path() {
+        let c = SqlConfig {
+            url: "mysql://root@h:3306/test?x=1".into(),
+            pool: PoolConfig::default(),
+        };
+        assert_eq!(
+            c.with_database("other").url,
+            "mysql://root@h:3306/other?x=1"
+        );
+        let c = SqlConfig {
+            url: "postgres://u@h:5432".into(),
+            pool: PoolConfig::default(),
+        };
+        assert_eq!(c.with_database("d").url, "postgres://u@h:5432/d");
     }
 }

@@ -161,15 +161,3 @@ pub enum GatewayError {
         reason: String,
     },
 }
-
-impl GatewayError {
-    /// Whether the line failed before any round trip to the backend.
-    pub fn before_round_trip(&self) -> bool {
-        matches!(
-            self,
-            GatewayError::BadLine(_)
-                | GatewayError::PlaceholderCount { .. }
-                | GatewayError::Config { .. }
-        )
-    }
-}

@@ -2,6 +2,7 @@
 //! ([`Outcome`]).
 
 use std::future::Future;
+use std::time::Duration;
 
 use convert::RecordSet;
 
@@ -110,4 +111,24 @@ pub trait Executor: Send + Sync {
             self.execute(&request).await
         }
     }
+}
+
+/// `work`, or [`GatewayError::Timeout`] naming `what` when it takes longer
+/// than `limit`: the client-side deadline every executor puts on a line.
+pub(crate) async fn within<F>(
+    backend: Backend,
+    what: &'static str,
+    limit: Duration,
+    work: F,
+) -> Result<Outcome, GatewayError>
+where
+    F: Future<Output = Result<Outcome, GatewayError>>,
+{
+    tokio::time::timeout(limit, work)
+        .await
+        .unwrap_or(Err(GatewayError::Timeout {
+            backend,
+            what,
+            after: limit,
+        }))
 }

@@ -34,7 +34,7 @@ use std::time::Duration;
 use convert::DispatchError;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{ErrorKind, RedisError};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::OnceCell;
 
 use crate::config::{RedisConfig, endpoint_of};
@@ -92,24 +92,78 @@ fn keys(prefix: &str, v: &Value) -> Result<Vec<String>, GatewayError> {
     }
 }
 
+/// The line's fields of ours, read in one pass (unknown fields skipped;
+/// a repeated one of ours recorded, since a map would keep only the last).
+#[derive(Default)]
+struct Fields {
+    op: Option<Value>,
+    key: Option<Value>,
+    value: Option<Value>,
+    ttl_ms: Option<Value>,
+    duplicate: Option<&'static str>,
+}
+
+struct FieldsVisitor<'a>(&'a mut Fields);
+
+impl<'de> serde::de::Visitor<'de> for FieldsVisitor<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(name) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let (field, place) = match name.as_ref() {
+                "op" => ("op", &mut self.0.op),
+                "key" => ("key", &mut self.0.key),
+                "value" => ("value", &mut self.0.value),
+                "ttl_ms" => ("ttl_ms", &mut self.0.ttl_ms),
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+            };
+            if place.is_some() {
+                self.0.duplicate = Some(field);
+                return Err(serde::de::Error::custom("repeated field"));
+            }
+            *place = Some(map.next_value()?);
+        }
+        Ok(())
+    }
+}
+
+fn read_fields(line: &str) -> Result<Fields, GatewayError> {
+    let mut fields = Fields::default();
+    let mut de = serde_json::Deserializer::from_str(line);
+    let read = serde::Deserializer::deserialize_any(&mut de, FieldsVisitor(&mut fields))
+        .and_then(|()| de.end());
+    match read {
+        Ok(()) => Ok(fields),
+        Err(e) => Err(GatewayError::BadLine(match fields.duplicate {
+            Some(field) => DispatchError::DuplicateField { field },
+            None if e.classify() == serde_json::error::Category::Data => DispatchError::NotAnObject,
+            None => DispatchError::Syntax(e),
+        })),
+    }
+}
+
 /// Parses a key-value line (see the module docs), prefixing its keys.
 ///
 /// # Errors
 /// [`GatewayError::BadLine`] naming the field.
 pub fn parse_kv_line(line: &str, prefix: &str) -> Result<KvRequest, GatewayError> {
-    // Duplicate keys are caught by parsing into a map that keeps them all.
-    let object: Map<String, Value> = match serde_json::from_str::<Value>(line) {
-        Ok(Value::Object(m)) => m,
-        Ok(_) => return Err(GatewayError::BadLine(DispatchError::NotAnObject)),
-        Err(e) => return Err(GatewayError::BadLine(DispatchError::Syntax(e))),
-    };
-    if let Some(field) = duplicate_field(line) {
-        return Err(GatewayError::BadLine(DispatchError::DuplicateField {
-            field,
-        }));
-    }
-    let get = |field: &'static str| object.get(field).filter(|v| !v.is_null());
-    let op = match get("op") {
+    let fields = read_fields(line)?;
+    // `null` is as good as absent.
+    let present = |v: &Option<Value>| v.clone().filter(|v| !v.is_null());
+    let (op, key, value, ttl_ms) = (
+        present(&fields.op),
+        present(&fields.key),
+        present(&fields.value),
+        present(&fields.ttl_ms),
+    );
+    let op = match &op {
         None => {
             return Err(GatewayError::BadLine(DispatchError::MissingField {
                 field: "op",
@@ -118,13 +172,15 @@ pub fn parse_kv_line(line: &str, prefix: &str) -> Result<KvRequest, GatewayError
         Some(Value::String(s)) => s.as_str(),
         Some(_) => return Err(invalid("op", "expected a string")),
     };
-    let key = get("key").ok_or(GatewayError::BadLine(DispatchError::MissingField {
+    let key = key.ok_or(GatewayError::BadLine(DispatchError::MissingField {
         field: "key",
     }))?;
-    let takes_value = op == "set";
-    for field in ["value", "ttl_ms"] {
-        if !takes_value && get(field).is_some() {
-            return Err(invalid(field, format!("`{op}` takes no `{field}`")));
+    let key = &key;
+    if op != "set" {
+        for (field, v) in [("value", &value), ("ttl_ms", &ttl_ms)] {
+            if v.is_some() {
+                return Err(invalid(field, format!("`{op}` takes no `{field}`")));
+            }
         }
     }
     Ok(match op {
@@ -135,16 +191,16 @@ pub fn parse_kv_line(line: &str, prefix: &str) -> Result<KvRequest, GatewayError
             _ => keys(prefix, key)?,
         }),
         "set" => {
-            let value = match get("value") {
+            let value = match value {
                 None => {
                     return Err(GatewayError::BadLine(DispatchError::MissingField {
                         field: "value",
                     }));
                 }
-                Some(Value::String(s)) => s.as_bytes().to_vec(),
+                Some(Value::String(s)) => s.into_bytes(),
                 Some(_) => return Err(invalid("value", "expected a string")),
             };
-            let ttl_ms = match get("ttl_ms") {
+            let ttl_ms = match ttl_ms {
                 None => None,
                 Some(v) => Some(
                     v.as_u64()
@@ -167,42 +223,11 @@ pub fn parse_kv_line(line: &str, prefix: &str) -> Result<KvRequest, GatewayError
     })
 }
 
-/// The first of our fields that the line's top-level object gives twice
-/// (serde_json keeps the last and would hide it).
-fn duplicate_field(line: &str) -> Option<&'static str> {
-    struct Keys(Vec<String>);
-    impl<'de> serde::Deserialize<'de> for Keys {
-        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct V;
-            impl<'de> serde::de::Visitor<'de> for V {
-                type Value = Keys;
-                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                    f.write_str("an object")
-                }
-                fn visit_map<A: serde::de::MapAccess<'de>>(
-                    self,
-                    mut m: A,
-                ) -> Result<Keys, A::Error> {
-                    let mut keys = Vec::new();
-                    while let Some(k) = m.next_key::<String>()? {
-                        m.next_value::<serde::de::IgnoredAny>()?;
-                        keys.push(k);
-                    }
-                    Ok(Keys(keys))
-                }
-            }
-            d.deserialize_map(V)
-        }
-    }
-    let Keys(keys) = serde_json::from_str(line).ok()?;
-    ["op", "key", "value", "ttl_ms"]
-        .into_iter()
-        .find(|f| keys.iter().filter(|k| k == f).count() > 1)
-}
-
 /// Key-value lines on Redis.
 pub struct RedisExecutor {
     client: redis::Client,
+    /// Timeouts and retries of every slot's connection.
+    manager: ConnectionManagerConfig,
     slots: Vec<OnceCell<ConnectionManager>>,
     next: AtomicUsize,
     prefix: String,
@@ -222,8 +247,13 @@ impl RedisExecutor {
                 backend: BACKEND,
                 reason: e.to_string(),
             })?;
+        let manager = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(config.pool.connect_timeout))
+            .set_response_timeout(Some(config.pool.statement_timeout))
+            .set_number_of_retries(1);
         Ok(RedisExecutor {
             client,
+            manager,
             slots: (0..config.pool.size.max(1))
                 .map(|_| OnceCell::new())
                 .collect(),
@@ -243,28 +273,26 @@ impl RedisExecutor {
     /// The connection of the next slot, opened on first use.
     async fn connection(&self) -> Result<ConnectionManager, GatewayError> {
         let slot = &self.slots[self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len()];
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(self.connect_timeout))
-            .set_response_timeout(Some(self.statement_timeout))
-            .set_number_of_retries(1);
-        slot.get_or_try_init(|| ConnectionManager::new_with_config(self.client.clone(), config))
-            .await
-            .cloned()
-            .map_err(|e| {
-                if e.is_timeout() {
-                    GatewayError::Timeout {
-                        backend: BACKEND,
-                        what: "connect",
-                        after: self.connect_timeout,
-                    }
-                } else {
-                    GatewayError::Unreachable {
-                        backend: BACKEND,
-                        endpoint: self.endpoint.clone(),
-                        reason: e.to_string(),
-                    }
+        slot.get_or_try_init(|| {
+            ConnectionManager::new_with_config(self.client.clone(), self.manager.clone())
+        })
+        .await
+        .cloned()
+        .map_err(|e| {
+            if e.is_timeout() {
+                GatewayError::Timeout {
+                    backend: BACKEND,
+                    what: "connect",
+                    after: self.connect_timeout,
                 }
-            })
+            } else {
+                GatewayError::Unreachable {
+                    backend: BACKEND,
+                    endpoint: self.endpoint.clone(),
+                    reason: e.to_string(),
+                }
+            }
+        })
     }
 
     async fn run(&self, request: &KvRequest) -> Result<Outcome, GatewayError> {

@@ -45,7 +45,7 @@ use mysql_async::{Column, Opts, OptsBuilder, Params, Pool, PoolConstraints, Pool
 
 use crate::config::{SqlConfig, endpoint_of};
 use crate::error::{Backend, GatewayError};
-use crate::executor::{Executor, Outcome};
+use crate::executor::{Executor, Outcome, within};
 use crate::placeholders::Dialect;
 use crate::sql::{SqlRequest, parse_sql_line};
 use crate::timestamp::micros_from_fields;
@@ -324,12 +324,12 @@ impl Executor for MysqlExecutor {
     }
 
     async fn execute(&self, request: &SqlRequest) -> Result<Outcome, GatewayError> {
-        tokio::time::timeout(self.statement_timeout, self.run(request))
-            .await
-            .unwrap_or(Err(GatewayError::Timeout {
-                backend: BACKEND,
-                what: "statement",
-                after: self.statement_timeout,
-            }))
+        within(
+            BACKEND,
+            "statement",
+            self.statement_timeout,
+            self.run(request),
+        )
+        .await
     }
 }

@@ -26,7 +26,6 @@
 use std::collections::HashMap;
 use std::error::Error as _;
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 use convert::{DispatchError, ObjectOp, object_bytes_from_json, parse_object_dispatch};
 use futures_util::TryStreamExt;
@@ -40,7 +39,7 @@ use object_store::{
 
 use crate::config::{S3Config, endpoint_of};
 use crate::error::{Backend, GatewayError};
-use crate::executor::{Executor, ObjectEntry, ObjectOutcome, Outcome};
+use crate::executor::{Executor, ObjectEntry, ObjectOutcome, Outcome, within};
 
 const BACKEND: Backend = Backend::S3;
 
@@ -155,13 +154,9 @@ impl S3Executor {
         Ok(store)
     }
 
-    fn error(&self, e: object_store::Error, request: &ObjectRequest) -> GatewayError {
-        s3_error(e, request, &self.config)
-    }
-
     async fn run(&self, r: &ObjectRequest) -> Result<Outcome, GatewayError> {
         let store = self.store(&r.bucket)?;
-        let err = |e| self.error(e, r);
+        let err = |e| s3_error(e, r, &self.config);
         let outcome = match r.op {
             ObjectOp::Put | ObjectOp::Upsert => {
                 let bytes = r.bytes.clone().unwrap_or_default();
@@ -307,14 +302,13 @@ impl Executor for S3Executor {
     }
 
     async fn execute(&self, request: &ObjectRequest) -> Result<Outcome, GatewayError> {
-        let limit: Duration = self.config.pool.statement_timeout;
-        tokio::time::timeout(limit, self.run(request))
-            .await
-            .unwrap_or(Err(GatewayError::Timeout {
-                backend: BACKEND,
-                what: "request",
-                after: limit,
-            }))
+        within(
+            BACKEND,
+            "request",
+            self.config.pool.statement_timeout,
+            self.run(request),
+        )
+        .await
     }
 }
 

@@ -5,10 +5,11 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{ok, pool, records, runtime, skip, sql, unique, with_database};
+use common::{
+    KILL_LINES, KILL_TASKS, lines_through_kills, ok, pool, records, runtime, skip, sql, unique,
+};
 use convert::RecordSetMode;
 use gateway::{Executor, GatewayError, MysqlExecutor, Outcome, SqlConfig};
 use mysql_async::prelude::Queryable;
@@ -17,7 +18,7 @@ use serde_json::json;
 /// A database of the test's own and an admin connection (text protocol,
 /// for what prepared statements cannot do: `KILL`, `DROP DATABASE`).
 struct TestDb {
-    admin: mysql_async::Conn,
+    admin: tokio::sync::Mutex<mysql_async::Conn>,
     name: String,
     url: String,
 }
@@ -47,8 +48,12 @@ impl TestDb {
             .query_drop(format!("CREATE DATABASE {name}"))
             .await
             .expect("create database");
-        let url = with_database(&base.url, &name);
-        Some(TestDb { admin, name, url })
+        let url = base.with_database(&name).url;
+        Some(TestDb {
+            admin: tokio::sync::Mutex::new(admin),
+            name,
+            url,
+        })
     }
 
     fn executor(&self, size: usize, mode: RecordSetMode) -> MysqlExecutor {
@@ -62,12 +67,13 @@ impl TestDb {
         .expect("config")
     }
 
-    async fn drop_db(mut self) {
-        self.admin
+    async fn drop_db(self) {
+        let mut admin = self.admin.into_inner();
+        admin
             .query_drop(format!("DROP DATABASE {}", self.name))
             .await
             .expect("drop database");
-        let _ = self.admin.disconnect().await;
+        let _ = admin.disconnect().await;
     }
 }
 
@@ -227,63 +233,45 @@ fn server_errors_are_typed_with_the_server_code() {
 #[test]
 fn killed_connections_fail_their_lines_once_and_the_pool_recovers() {
     runtime().block_on(async {
-        let Some(mut db) = TestDb::create("kill").await else { return };
+        let Some(db) = TestDb::create("kill").await else { return };
         let e = Arc::new(db.executor(4, RecordSetMode::JsonOnly));
         ok(&*e, &sql("CREATE TABLE kv (id INT PRIMARY KEY, v TEXT)", json!([]))).await;
         for chunk in 0..10 {
             let values: Vec<String> = (chunk * 100..chunk * 100 + 100).map(|i| format!("({i}, 'v{i}')")).collect();
             ok(&*e, &sql(&format!("INSERT INTO kv VALUES {}", values.join(",")), json!([]))).await;
         }
-        const LINES: usize = 100_000;
-        const TASKS: usize = 16;
-        let next = Arc::new(AtomicUsize::new(0));
-        let done = Arc::new(AtomicUsize::new(0));
-        let mut tasks = Vec::new();
-        for _ in 0..TASKS {
-            let (e, next, done) = (Arc::clone(&e), Arc::clone(&next), Arc::clone(&done));
-            tasks.push(tokio::spawn(async move {
-                let mut lost = 0usize;
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= LINES {
-                        return lost;
+        let admin = &db.admin;
+        let name = db.name.clone();
+        let (killed, lost) = lines_through_kills(
+            Arc::clone(&e),
+            |i| sql("SELECT v FROM kv WHERE id = ?", json!([i % 1000])),
+            |_, outcome| match outcome {
+                Outcome::Rows(set) => assert_eq!(set.records.len(), 1),
+                other => panic!("{other:?}"),
+            },
+            || {
+                let name = name.clone();
+                async move {
+                    let mut admin = admin.lock().await;
+                    let ids: Vec<u64> = admin
+                        .exec("SELECT id FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()", (name,))
+                        .await
+                        .expect("processlist");
+                    let mut killed = 0;
+                    for id in ids {
+                        // A connection may end by itself between the list and the kill.
+                        if admin.query_drop(format!("KILL CONNECTION {id}")).await.is_ok() {
+                            killed += 1;
+                        }
                     }
-                    let line = sql("SELECT v FROM kv WHERE id = ?", json!([i % 1000]));
-                    match e.run_line(&line).await {
-                        Ok(Outcome::Rows(set)) => assert_eq!(set.records.len(), 1),
-                        Ok(other) => panic!("{other:?}"),
-                        Err(GatewayError::ConnectionLost { .. } | GatewayError::Unreachable { .. }) => lost += 1,
-                        Err(other) => panic!("line {i}: untyped fault {other:?}"),
-                    }
-                    done.fetch_add(1, Ordering::Relaxed);
+                    killed
                 }
-            }));
-        }
-        let mut killed = 0usize;
-        for at in [LINES / 3, 2 * LINES / 3] {
-            while done.load(Ordering::Relaxed) < at {
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-            let ids: Vec<u64> = db.admin
-                .exec("SELECT id FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()", (db.name.clone(),))
-                .await
-                .expect("processlist");
-            for id in ids {
-                // A connection may end by itself between the list and the kill.
-                if db.admin.query_drop(format!("KILL CONNECTION {id}")).await.is_ok() {
-                    killed += 1;
-                }
-            }
-        }
-        let mut lost = 0;
-        for t in tasks {
-            lost += t.await.expect("task");
-        }
-        assert_eq!(done.load(Ordering::Relaxed), LINES);
-        assert!(killed >= 1, "nothing was killed");
-        assert!(lost <= 2 * TASKS, "{lost} lines lost to {killed} killed connections");
+            },
+        )
+        .await;
+        assert!(lost <= 2 * KILL_TASKS, "{lost} lines lost to {killed} killed connections");
         assert_eq!(records(&*e, &sql("SELECT v FROM kv WHERE id = ?", json!([7]))).await, [json!({"v": "v7"})]);
-        eprintln!("mariadb: {killed} connections killed, {lost} of {LINES} lines failed with a typed error");
+        eprintln!("mariadb: {killed} connections killed, {lost} of {KILL_LINES} lines failed with a typed error");
         drop(e);
         db.drop_db().await;
     });

@@ -5,10 +5,11 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{ok, pool, records, runtime, skip, sql, unique, with_database};
+use common::{
+    KILL_LINES, KILL_TASKS, lines_through_kills, ok, pool, records, runtime, skip, sql, unique,
+};
 use convert::RecordSetMode;
 use gateway::{Executor, GatewayError, Outcome, PgExecutor, SqlConfig};
 use serde_json::json;
@@ -37,7 +38,7 @@ impl TestDb {
         }
         let name = unique(tag);
         ok(&admin, &sql(&format!("CREATE DATABASE {name}"), json!([]))).await;
-        let url = with_database(&base.url, &name);
+        let url = base.with_database(&name).url;
         Some(TestDb { admin, name, url })
     }
 
@@ -276,56 +277,28 @@ fn killed_connections_fail_their_lines_once_and_the_pool_recovers() {
         let e = Arc::new(db.executor(4, RecordSetMode::JsonOnly));
         ok(&*e, &sql("CREATE TABLE kv (id int primary key, v text)", json!([]))).await;
         ok(&*e, &sql("INSERT INTO kv SELECT g, 'v' || g FROM generate_series(0, 999) g", json!([]))).await;
-        const LINES: usize = 100_000;
-        const TASKS: usize = 16;
-        let next = Arc::new(AtomicUsize::new(0));
-        let done = Arc::new(AtomicUsize::new(0));
-        let mut tasks = Vec::new();
-        for _ in 0..TASKS {
-            let (e, next, done) = (Arc::clone(&e), Arc::clone(&next), Arc::clone(&done));
-            tasks.push(tokio::spawn(async move {
-                let mut lost = 0usize;
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= LINES {
-                        return lost;
-                    }
-                    let line = sql("SELECT v FROM kv WHERE id = $1", json!([i % 1000]));
-                    match e.run_line(&line).await {
-                        Ok(Outcome::Rows(set)) => assert_eq!(set.records.len(), 1),
-                        Ok(other) => panic!("{other:?}"),
-                        Err(GatewayError::ConnectionLost { .. } | GatewayError::Unreachable { .. }) => lost += 1,
-                        Err(other) => panic!("line {i}: untyped fault {other:?}"),
-                    }
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-            }));
-        }
         let kill = sql(
             "SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
             json!([db.name]),
         );
-        let mut killed = 0usize;
-        for at in [LINES / 3, 2 * LINES / 3] {
-            while done.load(Ordering::Relaxed) < at {
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-            killed += records(&db.admin, &kill).await.len();
-        }
-        let mut lost = 0;
-        for t in tasks {
-            lost += t.await.expect("task");
-        }
-        assert_eq!(done.load(Ordering::Relaxed), LINES);
-        assert!(killed >= 1, "nothing was killed");
+        let (killed, lost) = lines_through_kills(
+            Arc::clone(&e),
+            |i| sql("SELECT v FROM kv WHERE id = $1", json!([i % 1000])),
+            |_, outcome| match outcome {
+                Outcome::Rows(set) => assert_eq!(set.records.len(), 1),
+                other => panic!("{other:?}"),
+            },
+            || async { records(&db.admin, &kill).await.len() },
+        )
+        .await;
         // Only lines in flight on a killed connection fail: connections are
         // shared and pipelined, so each kill round can fail every task's
         // current line, plus lines that picked the slot before its client
         // noticed the close.
-        assert!(lost <= 6 * TASKS, "{lost} lines lost to {killed} killed connections");
+        assert!(lost <= 6 * KILL_TASKS, "{lost} lines lost to {killed} killed connections");
         assert_eq!(records(&*e, &sql("SELECT v FROM kv WHERE id = $1", json!([7]))).await, [json!({"v": "v7"})]);
         assert!(e.open_connections() <= 4);
-        eprintln!("postgres: {killed} connections killed, {lost} of {LINES} lines failed with a typed error");
+        eprintln!("postgres: {killed} connections killed, {lost} of {KILL_LINES} lines failed with a typed error");
         drop(e);
         db.drop_db().await;
     });

@@ -5,10 +5,9 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{pool, runtime, skip, unique};
+use common::{KILL_LINES, KILL_TASKS, lines_through_kills, pool, runtime, skip, unique};
 use gateway::{Executor, GatewayError, KvOutcome, Outcome, RedisConfig, RedisExecutor};
 use serde_json::json;
 
@@ -198,7 +197,7 @@ fn bad_lines_fail_before_any_round_trip_and_unreachable_is_typed() {
 #[test]
 fn killed_connections_fail_their_lines_once_and_the_pool_recovers() {
     runtime().block_on(async {
-        let Some(mut raw) = admin(&RedisConfig::from_env().url).await else {
+        let Some(raw) = admin(&RedisConfig::from_env().url).await else {
             return;
         };
         let prefix = format!("{}:", unique("kill"));
@@ -210,71 +209,29 @@ fn killed_connections_fail_their_lines_once_and_the_pool_recovers() {
             )
             .await;
         }
-        const LINES: usize = 100_000;
-        const TASKS: usize = 16;
-        let next = Arc::new(AtomicUsize::new(0));
-        let done = Arc::new(AtomicUsize::new(0));
-        let mut tasks = Vec::new();
-        for _ in 0..TASKS {
-            let (e, next, done) = (Arc::clone(&e), Arc::clone(&next), Arc::clone(&done));
-            tasks.push(tokio::spawn(async move {
-                let mut lost = 0usize;
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= LINES {
-                        return lost;
-                    }
-                    let line = json!({"op": "get", "key": format!("k{}", i % 100)}).to_string();
-                    match e.run_line(&line).await {
-                        Ok(Outcome::Kv(KvOutcome::Value(Some(v)))) => {
-                            assert_eq!(v, format!("v{}", i % 100).into_bytes())
-                        }
-                        Ok(other) => panic!("{other:?}"),
-                        Err(
-                            GatewayError::ConnectionLost { .. } | GatewayError::Unreachable { .. },
-                        ) => lost += 1,
-                        Err(other) => panic!("line {i}: untyped fault {other:?}"),
-                    }
-                    done.fetch_add(1, Ordering::Relaxed);
+        let raw = &raw;
+        let (killed, lost) = lines_through_kills(
+            Arc::clone(&e),
+            |i| json!({"op": "get", "key": format!("k{}", i % 100)}).to_string(),
+            |i, outcome| match outcome {
+                Outcome::Kv(KvOutcome::Value(Some(v))) => assert_eq!(v, format!("v{}", i % 100).into_bytes()),
+                other => panic!("{other:?}"),
+            },
+            || async move {
+                let mut raw = raw.clone();
+                let list: String = redis::cmd("CLIENT").arg("LIST").query_async(&mut raw).await.expect("client list");
+                let mut killed = 0usize;
+                for line in list.lines().filter(|l| l.split(' ').any(|f| f == format!("db={KILL_DB}"))) {
+                    let id = line.split(' ').find_map(|f| f.strip_prefix("id=")).expect("id");
+                    let n: u64 = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(id).query_async(&mut raw).await.unwrap_or(0);
+                    killed += n as usize;
                 }
-            }));
-        }
-        let mut killed = 0usize;
-        for at in [LINES / 3, 2 * LINES / 3] {
-            while done.load(Ordering::Relaxed) < at {
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-            let list: String = redis::cmd("CLIENT")
-                .arg("LIST")
-                .query_async(&mut raw)
-                .await
-                .expect("client list");
-            for line in list
-                .lines()
-                .filter(|l| l.split(' ').any(|f| f == format!("db={KILL_DB}")))
-            {
-                let id = line
-                    .split(' ')
-                    .find_map(|f| f.strip_prefix("id="))
-                    .expect("id");
-                let n: u64 = redis::cmd("CLIENT")
-                    .arg("KILL")
-                    .arg("ID")
-                    .arg(id)
-                    .query_async(&mut raw)
-                    .await
-                    .unwrap_or(0);
-                killed += n as usize;
-            }
-        }
-        let mut lost = 0;
-        for t in tasks {
-            lost += t.await.expect("task");
-        }
-        assert_eq!(done.load(Ordering::Relaxed), LINES);
-        assert!(killed >= 1, "nothing was killed");
+                killed
+            },
+        )
+        .await;
         assert!(
-            lost <= 8 * TASKS,
+            lost <= 8 * KILL_TASKS,
             "{lost} lines lost to {killed} killed connections"
         );
         assert_eq!(
@@ -282,7 +239,7 @@ fn killed_connections_fail_their_lines_once_and_the_pool_recovers() {
             KvOutcome::Value(Some(b"v7".to_vec()))
         );
         eprintln!(
-            "redis: {killed} connections killed, {lost} of {LINES} lines failed with a typed error"
+            "redis: {killed} connections killed, {lost} of {KILL_LINES} lines failed with a typed error"
         );
         let mut in_db = redis::Client::open(url_with_db(KILL_DB).as_str())
             .expect("url")

@@ -26,7 +26,7 @@ use tokio_postgres::types::ToSql;
 
 use crate::config::{SqlConfig, endpoint_of};
 use crate::error::{Backend, GatewayError};
-use crate::executor::{Executor, Outcome};
+use crate::executor::{Executor, Outcome, within};
 use crate::placeholders::Dialect;
 use crate::sql::{SqlRequest, parse_sql_line};
 use pool::{ConnectError, PgPool};
@@ -206,12 +206,12 @@ impl Executor for PgExecutor {
     }
 
     async fn execute(&self, request: &SqlRequest) -> Result<Outcome, GatewayError> {
-        tokio::time::timeout(self.statement_timeout, self.run(request))
-            .await
-            .unwrap_or(Err(GatewayError::Timeout {
-                backend: BACKEND,
-                what: "statement",
-                after: self.statement_timeout,
-            }))
+        within(
+            BACKEND,
+            "statement",
+            self.statement_timeout,
+            self.run(request),
+        )
+        .await
     }
 }

@@ -3,10 +3,12 @@
 //! and the tokio runtime the tests run on.
 #![allow(dead_code)]
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use gateway::{Executor, Outcome, PoolConfig};
+use gateway::{Executor, GatewayError, Outcome, PoolConfig};
 
 /// A name no other test (or run) uses: `atbench_gw_<pid>_<n>_<tag>`.
 pub fn unique(tag: &str) -> String {
@@ -32,21 +34,6 @@ pub fn skip(backend: &str, reason: &str) {
     eprintln!(
         "skipping: {backend} unreachable: {reason} (set BENCH_REQUIRE_LIVE=1 to fail instead)"
     );
-}
-
-/// `url` with its database (path) replaced by `db`.
-pub fn with_database(url: &str, db: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let (before_query, query) = rest
-        .split_once('?')
-        .map_or((rest, None), |(a, q)| (a, Some(q)));
-    let host = before_query.split('/').next().unwrap_or(before_query);
-    let mut out = format!("{scheme}://{host}/{db}");
-    if let Some(q) = query {
-        out.push('?');
-        out.push_str(q);
-    }
-    out
 }
 
 /// Small pools and short timeouts, so faults show quickly.
@@ -89,4 +76,64 @@ pub async fn records<E: Executor>(e: &E, line: &str) -> Vec<serde_json::Value> {
 /// A SQL line from a statement and its params.
 pub fn sql(statement: &str, params: serde_json::Value) -> String {
     serde_json::json!({"sql": statement, "params": params}).to_string()
+}
+
+/// Lines the kill tests run, and the tasks that run them.
+pub const KILL_LINES: usize = 100_000;
+pub const KILL_TASKS: usize = 16;
+
+/// Runs [`KILL_LINES`] lines (`line(i)`, each answer checked by
+/// `check(i, outcome)`) from [`KILL_TASKS`] tasks through `e`, and calls
+/// `kill` (which returns how many connections it killed) when a third and
+/// when two thirds of the lines are done. Every line must end done or
+/// failed with a lost-connection or unreachable error; anything else
+/// panics. Returns (connections killed, lines failed).
+pub async fn lines_through_kills<E, K, Fut>(
+    e: Arc<E>,
+    line: fn(usize) -> String,
+    check: fn(usize, Outcome),
+    mut kill: K,
+) -> (usize, usize)
+where
+    E: Executor + 'static,
+    K: FnMut() -> Fut,
+    Fut: Future<Output = usize>,
+{
+    let next = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..KILL_TASKS {
+        let (e, next, done) = (Arc::clone(&e), Arc::clone(&next), Arc::clone(&done));
+        tasks.push(tokio::spawn(async move {
+            let mut lost = 0usize;
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= KILL_LINES {
+                    return lost;
+                }
+                match e.run_line(&line(i)).await {
+                    Ok(outcome) => check(i, outcome),
+                    Err(GatewayError::ConnectionLost { .. } | GatewayError::Unreachable { .. }) => {
+                        lost += 1
+                    }
+                    Err(other) => panic!("line {i}: untyped fault {other:?}"),
+                }
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    let mut killed = 0usize;
+    for at in [KILL_LINES / 3, 2 * KILL_LINES / 3] {
+        while done.load(Ordering::Relaxed) < at {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        killed += kill().await;
+    }
+    let mut lost = 0;
+    for t in tasks {
+        lost += t.await.expect("task");
+    }
+    assert_eq!(done.load(Ordering::Relaxed), KILL_LINES);
+    assert!(killed >= 1, "nothing was killed");
+    (killed, lost)
 }
