@@ -19,8 +19,21 @@ pub enum Dialect {
     Mysql,
 }
 
+/// Bytes that may continue an identifier (or a number), one lookup each:
+/// the scan asks this of most bytes of a statement.
+const IDENT: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80;
+        b += 1;
+    }
+    table
+};
+
 fn ident_char(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
+    IDENT[b as usize]
 }
 
 /// The end (exclusive) of a quoted run starting after the opening `quote`
@@ -102,7 +115,6 @@ pub fn count_placeholders(sql: &str, dialect: Dialect) -> usize {
     let mut count = 0usize;
     while i < s.len() {
         let b = s[i];
-        let prev_ident = i > 0 && ident_char(s[i - 1]);
         match b {
             b'\'' => {
                 let escape = dialect == Dialect::Mysql
@@ -130,7 +142,7 @@ pub fn count_placeholders(sql: &str, dialect: Dialect) -> usize {
                 count += 1;
                 i += 1;
             }
-            b'$' if dialect == Dialect::Postgres && !prev_ident => {
+            b'$' if dialect == Dialect::Postgres && !(i > 0 && ident_char(s[i - 1])) => {
                 let digits = s[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
                 if digits > 0 {
                     let n = sql[i + 1..i + 1 + digits]
@@ -146,9 +158,10 @@ pub fn count_placeholders(sql: &str, dialect: Dialect) -> usize {
             }
             _ if ident_char(b) => {
                 // A whole identifier or number: `a$1` is not a placeholder.
-                while i < s.len() && ident_char(s[i]) {
-                    i += 1;
-                }
+                i += s[i..]
+                    .iter()
+                    .position(|&c| !ident_char(c))
+                    .unwrap_or(s.len() - i);
             }
             _ => i += 1,
         }

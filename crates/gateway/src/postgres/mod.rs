@@ -30,7 +30,7 @@ use crate::executor::{Executor, Outcome, within};
 use crate::placeholders::Dialect;
 use crate::sql::{SqlRequest, parse_sql_line};
 use pool::{ConnectError, PgPool};
-use types::{ColumnKind, ParamError, PgParam, Raw};
+use types::{ParamError, PgParam, Raw};
 
 const BACKEND: Backend = Backend::Postgres;
 
@@ -100,17 +100,17 @@ impl PgExecutor {
     async fn run(&self, request: &SqlRequest) -> Result<Outcome, GatewayError> {
         let conn = self.pool.get().await.map_err(|e| self.connect_error(e))?;
         let client = &conn.client;
-        let statement = conn.statement(&request.sql).await.map_err(pg_error)?;
+        let prepared = conn.statement(&request.sql).await.map_err(pg_error)?;
+        let statement = &prepared.statement;
         let columns = statement.columns();
-        let kinds = columns
-            .iter()
-            .map(|c| {
-                ColumnKind::of(c.type_()).ok_or_else(|| GatewayError::UnsupportedType {
-                    column: c.name().to_string(),
-                    type_name: c.type_().name().to_string(),
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let kinds = prepared
+            .kinds
+            .as_ref()
+            .map_err(|u| GatewayError::UnsupportedType {
+                column: u.column.clone(),
+                type_name: u.type_name.clone(),
+            })?;
+        let names = &prepared.names;
         let params: Vec<PgParam<'_>> = request
             .params
             .iter()
@@ -123,11 +123,10 @@ impl PgExecutor {
         let refs: Vec<&(dyn ToSql + Sync)> =
             params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
         if columns.is_empty() {
-            let n = client.execute(&statement, &refs).await.map_err(pg_error)?;
+            let n = client.execute(statement, &refs).await.map_err(pg_error)?;
             return Ok(Outcome::Affected(n));
         }
-        let rows = client.query(&statement, &refs).await.map_err(pg_error)?;
-        let names: Vec<String> = columns.iter().map(|c| c.name().to_string()).collect();
+        let rows = client.query(statement, &refs).await.map_err(pg_error)?;
         let mut cells = Vec::with_capacity(rows.len());
         for row in &rows {
             let mut out = Vec::with_capacity(kinds.len());
@@ -147,9 +146,7 @@ impl PgExecutor {
             }
             cells.push(out);
         }
-        Ok(Outcome::Rows(rows_to_record_set(
-            &names, &cells, self.mode,
-        )?))
+        Ok(Outcome::Rows(rows_to_record_set(names, &cells, self.mode)?))
     }
 }
 

@@ -22,35 +22,74 @@ use std::time::Duration;
 
 use tokio_postgres::{Client, NoTls, Statement};
 
+use super::types::ColumnKind;
+
 /// Statements cached per connection at most; past it a statement is
 /// prepared for its line and not kept (a workload of ad-hoc statements
 /// must not grow memory without bound).
 pub(crate) const STATEMENT_CACHE: usize = 1024;
 
+/// A statement prepared on one connection, with what every line of it
+/// needs from its result columns worked out once: their names and how
+/// each decodes (or the first column whose type is not mapped).
+pub(crate) struct Prepared {
+    pub statement: Statement,
+    pub names: Vec<String>,
+    pub kinds: Result<Vec<ColumnKind>, Unmapped>,
+}
+
+/// A result column of a type the gateway does not map.
+#[derive(Clone)]
+pub(crate) struct Unmapped {
+    pub column: String,
+    pub type_name: String,
+}
+
+impl Prepared {
+    fn new(statement: Statement) -> Self {
+        let columns = statement.columns();
+        let names = columns.iter().map(|c| c.name().to_string()).collect();
+        let kinds = columns
+            .iter()
+            .map(|c| {
+                ColumnKind::of(c.type_()).ok_or_else(|| Unmapped {
+                    column: c.name().to_string(),
+                    type_name: c.type_().name().to_string(),
+                })
+            })
+            .collect();
+        Prepared {
+            statement,
+            names,
+            kinds,
+        }
+    }
+}
+
 /// One open connection and the statements prepared on it.
 pub(crate) struct PgConn {
     pub client: Client,
-    statements: RwLock<HashMap<String, Statement>>,
+    statements: RwLock<HashMap<String, Arc<Prepared>>>,
 }
 
 impl PgConn {
     /// The prepared statement of `sql` on this connection, prepared on
     /// first use.
-    pub async fn statement(&self, sql: &str) -> Result<Statement, tokio_postgres::Error> {
+    pub async fn statement(&self, sql: &str) -> Result<Arc<Prepared>, tokio_postgres::Error> {
         if let Some(s) = self
             .statements
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(sql)
         {
-            return Ok(s.clone());
+            return Ok(Arc::clone(s));
         }
-        let statement = self.client.prepare(sql).await?;
+        let prepared = Arc::new(Prepared::new(self.client.prepare(sql).await?));
         let mut cache = self.statements.write().unwrap_or_else(|p| p.into_inner());
         if cache.len() < STATEMENT_CACHE {
-            cache.insert(sql.to_string(), statement.clone());
+            cache.insert(sql.to_string(), Arc::clone(&prepared));
         }
-        Ok(statement)
+        Ok(prepared)
     }
 }
 
