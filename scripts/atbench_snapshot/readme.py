@@ -29,6 +29,12 @@ from .report import PEER_HEADERS, cell, peer_comparison, table
 
 Results = dict[str, dict[str, Any]]
 
+# Run-context keys a target's block names first: what the bench read from the servers it ran
+# against (`--bench live_backends` records each server's version).
+CONTEXT_LINES: dict[str, tuple[tuple[str, str], ...]] = {
+    "live_backends": (("postgres", "PostgreSQL"), ("mariadb", "MariaDB"), ("redis", "Redis")),
+}
+
 MARKER = re.compile(r"<!-- results:(?P<name>[a-z0-9_-]+):begin -->\n.*?<!-- results:(?P=name):end -->", re.S)
 
 
@@ -141,8 +147,16 @@ def blocks(snapshot: dict[str, Any], file_name: str, registry: dict[str, Group])
     targets = sorted({g.target for g in registry.values() if g.target != "*"})
     generated = {"machine": machine_block(snapshot, file_name)}
     for target in targets:
-        generated[target] = target_block(snapshot["results"], registry, target)
+        body = target_block(snapshot["results"], registry, target)
+        named = context_line(snapshot.get("context", {}), target)
+        generated[target] = [named, ""] + body if body and named else body
     return generated
+
+
+def context_line(context: dict[str, Any], target: str) -> str | None:
+    """The servers `target` ran against, with the versions it read from them, or None."""
+    found = [f"{label} {context[key]}" for key, label in CONTEXT_LINES.get(target, ()) if context.get(key)]
+    return f"Servers, as the bench read them: {', '.join(found)}." if found else None
 
 
 def splice(readme: str, generated: dict[str, list[str]]) -> str:

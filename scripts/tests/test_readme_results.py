@@ -109,3 +109,18 @@ class ReadmeBlocks(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ContextLine(unittest.TestCase):
+    """The server versions the live bench read head its block; other targets get none."""
+
+    def test_names_the_servers_the_run_read(self) -> None:
+        from atbench_snapshot.readme import context_line
+
+        context = {"postgres": "15.14", "mariadb": "10.11.6-MariaDB", "redis": None, "rows": 10000}
+        self.assertEqual(
+            context_line(context, "live_backends"),
+            "Servers, as the bench read them: PostgreSQL 15.14, MariaDB 10.11.6-MariaDB.",
+        )
+        self.assertIsNone(context_line(context, "store"))
+        self.assertIsNone(context_line({}, "live_backends"))
