@@ -14,12 +14,10 @@
 //! `PROFILE_DB`) before the measured loop; `n` operations follow.
 //! `PROFILE_WAL_FRAMES` sets `Config::wal_restart_frames` and
 //! `PROFILE_CHECKPOINT_MS` `Config::checkpoint_interval`;
-//! `PROFILE_PLANNERS` sets `Config::planners`; `PROFILE_CALLER_RECORDS`
-//! seeds each `apply_callers_<c>` account with that many records first,
-//! and `PROFILE_WARM_OPS` runs that many single-caller creates on the
-//! first of them before the timed loop (the bench's order);
-//! `PROFILE_CALLER_PLANS=0` turns `Config::caller_plans` off (`1`: on, the
-//! default).
+//! `PROFILE_CALLER_RECORDS` seeds each `apply_callers_<c>` account with
+//! that many records first, and `PROFILE_WARM_OPS` runs that many
+//! single-caller creates on the first of them before the timed loop (the
+//! bench's order).
 //!
 //! Which tables a commit's WAL frames go to: keep the database, let
 //! nothing checkpoint, and abort right after the loop so the WAL stays:
@@ -63,12 +61,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if let Some(ms) = env_number("PROFILE_CHECKPOINT_MS") {
         config.checkpoint_interval = std::time::Duration::from_millis(ms);
-    }
-    if let Some(p) = env_number("PROFILE_PLANNERS") {
-        config.planners = p;
-    }
-    if let Some(v) = std::env::var_os("PROFILE_CALLER_PLANS") {
-        config.caller_plans = v != "0";
     }
     let store = Store::open(path, config)?;
     let size: usize = env_number("PROFILE_RECORDS").unwrap_or(2_000);
@@ -135,7 +127,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{mode}: {n} ops in {el:.2?} ({:.0} ops/s)",
         n as f64 / el.as_secs_f64()
     );
-    eprintln!("node position scans: {}", store.node_position_scans());
     if mode == "tier" {
         eprintln!(
             "timed creates: {:.1} us each",
@@ -183,8 +174,6 @@ fn apply_callers(
         "apply x{callers}: {n} ops in {el:.2?} ({:.0} ops/s)",
         n as f64 / el.as_secs_f64()
     );
-    eprintln!("{:?}", store.caller_plan_stats());
-    eprintln!("node position scans: {}", store.node_position_scans());
     Ok(())
 }
 

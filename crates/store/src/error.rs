@@ -134,6 +134,12 @@ pub enum StoreError {
     /// an active account.
     #[error("invalid account status: {0}")]
     InvalidAccountStatus(String),
+    /// The account's root moved under a planned commit (nothing was
+    /// written). Every commit of an account passes through its lane, so
+    /// this means the rows changed behind the store's back; the lane is
+    /// reloaded, and trying again plans on the new root.
+    #[error("the repository of {0} moved under a planned commit")]
+    RootMoved(String),
     /// The batch this write was part of failed to commit.
     #[error("write batch failed to commit: {0}")]
     BatchFailed(String),

@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::Result;
 use crate::render::render_record;
-use crate::writer::cid_from_sql;
+use crate::rows::cid_from_sql;
 use crate::{ListOptions, RecordView, RepoRoot, Store};
 
 const SQL_CURRENT_CID: &str =
