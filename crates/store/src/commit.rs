@@ -121,4 +121,19 @@ impl Store {
         w.swap_record = swap_record.map(Some);
         self.apply_writes(did, vec![w], swap_commit)
     }
+
+    /// The index-only write unit (`bench_internals`): one job writing the
+    /// record index row, a block-ownership row and an event, with no CBOR,
+    /// MST or signing.
+    #[cfg(feature = "bench-internals")]
+    pub(crate) fn index_only_write(
+        &self,
+        did: &str,
+        collection: &str,
+        rkey: &str,
+        cid: Cid,
+    ) -> Result<i64> {
+        let (did, collection, rkey) = (did.to_owned(), collection.to_owned(), rkey.to_owned());
+        self.submit(move |w| w.index_only(&did, &collection, &rkey, cid))
+    }
 }

@@ -112,6 +112,7 @@
 //! | `vfs` | the writer's WAL write coalescing |
 //! | `types` | the public values |
 //! | `error` | [`StoreError`] |
+//! | `fixtures` | startup fixtures below the public API (feature `bench-internals`) |
 //! | `bench_internals` | re-exports for the benches (feature `bench-internals`) |
 //!
 //! # Input checks
@@ -132,6 +133,8 @@ mod cid_cache;
 mod commit;
 mod error;
 mod events;
+#[cfg(feature = "bench-internals")]
+mod fixtures;
 mod gate;
 mod import;
 mod lane;
@@ -147,7 +150,7 @@ mod prepare;
 mod read;
 mod render;
 mod rows;
-pub mod schema;
+mod schema;
 mod sync;
 mod types;
 mod vfs;
@@ -170,7 +173,7 @@ pub use accounts::{ACCOUNT_STATUSES, AccountState};
 pub use error::{Result, StoreError};
 pub use ownership::APPLICATION_ID;
 
-pub use schema::StartupReport;
+pub use schema::{SCHEMA_VERSION, StartupReport};
 pub use types::*;
 
 use batch::{Failed, Task};

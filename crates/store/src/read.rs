@@ -45,6 +45,21 @@ impl Store {
         Ok(cid)
     }
 
+    /// `current_cid` straight from the SQLite index, its inputs checked
+    /// (`bench_internals`).
+    #[cfg(feature = "bench-internals")]
+    pub(crate) fn current_cid_uncached(
+        &self,
+        did: &str,
+        collection: &str,
+        rkey: &str,
+    ) -> Result<Option<Cid>> {
+        validate_did(did)?;
+        validate_nsid(collection)?;
+        validate_record_key(rkey)?;
+        self.current_cid_from_index(did, collection, rkey)
+    }
+
     /// `current_cid` straight from the SQLite index (inputs validated).
     pub(crate) fn current_cid_from_index(
         &self,

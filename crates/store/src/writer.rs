@@ -234,4 +234,30 @@ impl Writer {
             results: Vec::new(),
         })
     }
+
+    /// The index-only unit: the record's index row (no bytes), an
+    /// ownership row where a node holding its key would go, and an event
+    /// (kind `#index`, in the index-only bench's own store only).
+    #[cfg(feature = "bench-internals")]
+    pub(crate) fn index_only(
+        &mut self,
+        did: &str,
+        collection: &str,
+        rkey: &str,
+        cid: repo::Cid,
+    ) -> Result<i64> {
+        self.touch(did);
+        let c = cid.to_bytes();
+        let pos = crate::node_pos::path_position(collection.as_bytes(), rkey.as_bytes());
+        self.conn
+            .prepare_cached(
+                "INSERT INTO records (did, collection, rkey, cid, repo_rev) VALUES (?1, ?2, ?3, ?4, 'x') \
+                 ON CONFLICT (did, collection, rkey) DO UPDATE SET cid = excluded.cid",
+            )?
+            .execute(rusqlite::params![did, collection, rkey, &c[..]])?;
+        put_nodes(&self.conn, did, Some("x"), [(pos, &cid, &b""[..])])?;
+        let seq = self.next_seq;
+        self.put_event(did, "#index", &c)?;
+        Ok(seq)
+    }
 }

@@ -136,7 +136,7 @@ fn v2_store_migrates_and_backfills() {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
-    assert_eq!(version, store::schema::SCHEMA_VERSION);
+    assert_eq!(version, store::SCHEMA_VERSION);
     assert!(index.contains("(did, repo_rev)"), "{index}");
     // v5: the commit log is carried over row for row, without its indexes.
     assert!(commits_before.len() > 4, "the seeded store has commits");
