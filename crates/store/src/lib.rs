@@ -2,7 +2,7 @@
 //! WAL database, a record index for reads, signed commits, a sequencer for
 //! the firehose, and blobs. Built on the [`repo`] crate.
 //!
-//! # Storage model (schema version 6, see `schema.rs`)
+//! # Storage model (schema version 7, see `schema.rs`)
 //!
 //! | table | key | holds |
 //! |---|---|---|
@@ -12,7 +12,7 @@
 //! | `records` | `(did, collection, rkey)` | record CID, rev, and (v4) the record block's bytes: getRecord is one row and listRecords one range scan, never a sort or a join; `cid_dup` marks all but the first row holding a CID, so getRepo writes a shared block once; index `(did, cid)` |
 //! | `commits` | `seq` | v5: the log of commits by the seq of the event that carried each (did, rev, commit CID); no secondary index, since nothing looks a commit up by rev or CID (the spec's suggested `(did, rev)` key and `(did, cid)` index cost each commit two WAL pages, see `schema.rs`) |
 //! | `seq_events` | `seq` | firehose event bodies (DAG-CBOR) by kind: `#commit`, `#sync`, `#identity`, `#account` |
-//! | `blobs` | `(did, cid)` | MIME, size, bytes (raw sha-256 CID) |
+//! | `blobs` | rowid, unique `(did, cid)` | MIME, size, bytes (raw sha-256 CID); a rowid table (v7), so a lookup never compares blob bytes |
 //! | `record_blobs` | `(did, blob, record)` | blobs referenced by records |
 //!
 //! CIDs are stored as their 36 binary bytes. Only the current tree's blocks

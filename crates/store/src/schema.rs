@@ -10,7 +10,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use crate::error::Result;
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// Connection PRAGMAs shared by the writer and the readers, in order.
 /// `synchronous` is set separately ([`pragmas`]).
@@ -300,8 +300,32 @@ ALTER TABLE repo_blocks_v6 RENAME TO repo_blocks;
 CREATE INDEX repo_blocks_norev ON repo_blocks (did, repo_rev) WHERE repo_rev IS NULL;
 "#;
 
+/// Version 7: `blobs` becomes a rowid table with a unique `(did, cid)`
+/// index. As a `WITHOUT ROWID` table its b-tree was keyed by the whole
+/// row, bytes included, and SQLite compares a key whose record spills to
+/// overflow pages by reading the whole record first: every cell a lookup
+/// passed on its way to a small blob cost a read of that cell's blob, so
+/// after a few large blobs a 4 KiB read cost more than a 1 MiB one
+/// (`store.blob_get/ours/4KiB`; `examples/profile.rs blob_get_4096` with
+/// `PROFILE_BIG_PUTS`). Now a lookup compares only the index's short keys
+/// and then seeks the row by rowid.
+const V7: &str = r#"
+CREATE TABLE blobs_v7 (
+    did  TEXT NOT NULL,
+    cid  BLOB NOT NULL,
+    mime TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    bytes BLOB NOT NULL
+);
+INSERT INTO blobs_v7 (did, cid, mime, size, bytes)
+    SELECT did, cid, mime, size, bytes FROM blobs;
+DROP TABLE blobs;
+ALTER TABLE blobs_v7 RENAME TO blobs;
+CREATE UNIQUE INDEX blobs_key ON blobs (did, cid);
+"#;
+
 /// Migrations, index = version - 1.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 /// The v6 step after its SQL: every account's MST nodes, all at position
 /// 0, moved to their positions (a walk from each root). Blocks no tree
