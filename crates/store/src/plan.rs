@@ -12,7 +12,7 @@ use repo::syntax::{Tid, TidGenerator};
 use crate::WriteAction;
 use crate::error::{Result, StoreError};
 use crate::lane::{Head, Lane, LazyReader};
-use crate::node_pos::{BlockOps, SharedPositions};
+use crate::node_pos::BlockOps;
 use crate::node_rows::PositionedBlocks;
 use crate::prepare::Prepared;
 
@@ -37,17 +37,12 @@ pub(crate) struct Plan {
 
 /// Where a lane's missing nodes are read from.
 pub(crate) trait Nodes {
-    /// The block source over the tree rooted at `root`.
+    /// The block source over a lane's tree.
     type Source<'p>: BlockSource
     where
         Self: 'p;
-    /// `did`'s nodes, noting what it reads in `positions`.
-    fn source<'p>(
-        &'p self,
-        did: &'p str,
-        root: Cid,
-        positions: &'p SharedPositions,
-    ) -> Self::Source<'p>;
+    /// The nodes of `lane`'s tree, noting what it reads in its positions.
+    fn source<'p>(&'p self, lane: &'p Lane) -> Self::Source<'p>;
 }
 
 impl Nodes for LazyReader<'_> {
@@ -55,13 +50,8 @@ impl Nodes for LazyReader<'_> {
         = PositionedBlocks<'p, Self>
     where
         Self: 'p;
-    fn source<'p>(
-        &'p self,
-        did: &'p str,
-        root: Cid,
-        positions: &'p SharedPositions,
-    ) -> Self::Source<'p> {
-        PositionedBlocks::new(self, did, root, positions)
+    fn source<'p>(&'p self, lane: &'p Lane) -> Self::Source<'p> {
+        PositionedBlocks::new(self, &lane.did, lane.head.data, &lane.positions)
     }
 }
 
@@ -69,7 +59,7 @@ impl Nodes for LazyReader<'_> {
 /// so nothing is read by position.
 impl Nodes for MemoryBlockStore {
     type Source<'p> = &'p MemoryBlockStore;
-    fn source<'p>(&'p self, _: &'p str, _: Cid, _: &'p SharedPositions) -> Self::Source<'p> {
+    fn source<'p>(&'p self, _: &'p Lane) -> Self::Source<'p> {
         self
     }
 }
@@ -88,15 +78,9 @@ pub(crate) fn plan_commit<N: Nodes>(
     swap_commit: Option<Cid>,
 ) -> Result<Plan> {
     lane.bound();
-    let Lane {
-        did,
-        head,
-        key,
-        cache,
-        positions,
-    } = lane;
-    let source = nodes.source(did, head.data, positions);
-    let mut mst = Mst::with_cache(source, head.data, std::mem::take(cache));
+    let cache = std::mem::take(&mut lane.cache);
+    let mut mst = Mst::with_cache(nodes.source(lane), lane.head.data, cache);
+    let (did, head, key) = (&lane.did, &lane.head, &lane.key);
     let planned = (|| {
         if let Some(expected) = swap_commit
             && expected != head.commit
@@ -138,17 +122,17 @@ pub(crate) fn plan_commit<N: Nodes>(
         let car = commit_car(&commit, writes, &result.commit.new_blocks, &proof_blocks);
         Ok((result, car, rev, commit))
     })();
-    *cache = mst.into_cache_with_new_nodes();
+    lane.cache = mst.into_cache_with_new_nodes();
     let (result, car, rev, commit) = planned?;
     // Last: nothing after this can fail, so the lane moves with the plan.
-    let blocks = positions.borrow_mut().commit_ops(
-        Some(head.data),
+    let blocks = lane.positions.borrow_mut().commit_ops(
+        Some(lane.head.data),
         result.commit.root,
         &result.commit.new_blocks,
         &result.commit.removed,
     );
     let base = std::mem::replace(
-        head,
+        &mut lane.head,
         Head {
             commit: commit.0,
             rev: rev.clone(),

@@ -46,7 +46,7 @@ const SQL_PUT_RECORD_BLOB: &str =
     "INSERT OR IGNORE INTO record_blobs (did, blob, record) VALUES (?1, ?2, ?3)";
 const SQL_MOVE_ROOT: &str = "UPDATE repo_root SET commit_cid = ?2, rev = ?3, data_cid = ?4, \
      commit_bytes = ?5 WHERE did = ?1";
-const SQL_NEW_ROOT: &str = "INSERT INTO repo_root (did, commit_cid, rev, data_cid, signing_key, commit_bytes) \
+const SQL_NEW_ROOT: &str = "INSERT INTO repo_root (did, commit_cid, rev, data_cid, commit_bytes, signing_key) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 const SQL_REPLACE_ROOT: &str = "INSERT INTO repo_root (did, commit_cid, rev, data_cid, signing_key, commit_bytes) \
      VALUES (?1, ?2, ?3, ?4, NULL, ?5) ON CONFLICT (did) DO UPDATE SET \
@@ -96,60 +96,40 @@ pub(crate) fn root_commit(conn: &Connection, did: &str) -> Result<Option<Cid>> {
     c.as_deref().map(cid_from_sql).transpose()
 }
 
-/// The root row of a new account with signing key `secret`.
-pub(crate) fn insert_root(
-    conn: &Connection,
-    did: &str,
-    commit: (&Cid, &[u8]),
-    rev: &str,
-    data: &Cid,
-    secret: &[u8],
-) -> Result<()> {
-    conn.prepare_cached(SQL_NEW_ROOT)?.execute(params![
-        did,
-        &commit.0.to_bytes()[..],
-        rev,
-        &data.to_bytes()[..],
-        secret,
-        commit.1
-    ])?;
-    Ok(())
+/// How a commit becomes an account's root row.
+pub(crate) enum RootWrite<'k> {
+    /// A new account, with its signing key.
+    New { secret: &'k [u8] },
+    /// An imported repository (no signing key when new; an existing row
+    /// keeps its key).
+    Import,
+    /// The next commit of an account.
+    Move,
 }
 
-/// The root row of an imported repository (no signing key when new; an
-/// existing row keeps its key).
-pub(crate) fn replace_root(
+/// Writes `did`'s root row: commit, rev, MST root and commit block.
+pub(crate) fn write_root(
     conn: &Connection,
+    how: RootWrite<'_>,
     did: &str,
     commit: (&Cid, &[u8]),
     rev: &str,
     data: &Cid,
 ) -> Result<()> {
-    conn.prepare_cached(SQL_REPLACE_ROOT)?.execute(params![
-        did,
-        &commit.0.to_bytes()[..],
-        rev,
-        &data.to_bytes()[..],
-        commit.1
-    ])?;
-    Ok(())
-}
-
-/// Moves `did`'s root to a new commit.
-pub(crate) fn move_root(
-    conn: &Connection,
-    did: &str,
-    commit: (&Cid, &[u8]),
-    rev: &str,
-    data: &Cid,
-) -> Result<()> {
-    conn.prepare_cached(SQL_MOVE_ROOT)?.execute(params![
-        did,
-        &commit.0.to_bytes()[..],
-        rev,
-        &data.to_bytes()[..],
-        commit.1
-    ])?;
+    let (c, d) = (commit.0.to_bytes(), data.to_bytes());
+    let row = params![did, &c[..], rev, &d[..], commit.1];
+    match how {
+        RootWrite::New { secret } => conn.prepare_cached(SQL_NEW_ROOT)?.execute(params![
+            did,
+            &c[..],
+            rev,
+            &d[..],
+            commit.1,
+            secret
+        ])?,
+        RootWrite::Import => conn.prepare_cached(SQL_REPLACE_ROOT)?.execute(row)?,
+        RootWrite::Move => conn.prepare_cached(SQL_MOVE_ROOT)?.execute(row)?,
+    };
     Ok(())
 }
 

@@ -23,8 +23,7 @@ use crate::node_rows::{place_nodes, put_nodes};
 use crate::plan::Plan;
 use crate::prepare::Prepared;
 use crate::rows::{
-    import_records, insert_root, log_commit, move_root, read_root, replace_root, root_commit,
-    write_records,
+    RootWrite, import_records, log_commit, read_root, root_commit, write_records, write_root,
 };
 
 /// The writer's state (owned by the writer thread, or by a lone caller
@@ -114,7 +113,14 @@ impl Writer {
                 .iter()
                 .map(|(cid, b)| (ROOT_POS, cid, b.as_slice())),
         )?;
-        insert_root(&self.conn, did, (&ccid, &cbytes), &rev, &c.root, &secret)?;
+        write_root(
+            &self.conn,
+            RootWrite::New { secret: &secret },
+            did,
+            (&ccid, &cbytes),
+            &rev,
+            &c.root,
+        )?;
         // A new account announces itself as the reference PDS does:
         // #identity (no handle yet), #account (active), then #sync.
         self.identity_event(did, None)?;
@@ -168,7 +174,7 @@ impl Writer {
         // Blocks out: the replaced MST nodes (the previous commit block is
         // overwritten in `repo_root`); unchanged nodes that changed place.
         place_nodes(&self.conn, did, &plan.blocks)?;
-        move_root(&self.conn, did, (ccid, cbytes), rev, &data)?;
+        write_root(&self.conn, RootWrite::Move, did, (ccid, cbytes), rev, &data)?;
         // The #commit event, around the plan's CAR (commit block, new
         // records, new MST nodes and the rest of the covering proof).
         let seq = self.next_seq;
@@ -216,8 +222,9 @@ impl Writer {
             .find(|b| b.0 == imp.commit)
             .map(|b| b.1.clone())
             .ok_or_else(|| StoreError::InvalidRepo("commit block missing".into()))?;
-        replace_root(
+        write_root(
             &self.conn,
+            RootWrite::Import,
             did,
             (&imp.commit, &commit_bytes),
             &imp.rev,
