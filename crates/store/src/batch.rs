@@ -28,7 +28,7 @@ use std::thread::JoinHandle;
 use rusqlite::Connection;
 
 use crate::checkpoint::{WalBacklog, finish_wal};
-use crate::error::{Result, StoreError};
+use crate::error::{Failed, Result, StoreError};
 use crate::writer::Writer;
 
 /// How a job's run ended.
@@ -40,31 +40,6 @@ pub(crate) enum Outcome {
     Refused,
     /// It failed after it began writing: its writes must be undone.
     Broke,
-}
-
-/// A job's failure, and whether it had begun writing.
-#[derive(Debug)]
-pub(crate) struct Failed {
-    pub error: StoreError,
-    pub wrote: bool,
-}
-
-impl Failed {
-    /// A failure before the job's first write.
-    pub(crate) fn clean(error: impl Into<StoreError>) -> Self {
-        Failed {
-            error: error.into(),
-            wrote: false,
-        }
-    }
-
-    /// A failure after the job began writing.
-    pub(crate) fn wrote(error: impl Into<StoreError>) -> Self {
-        Failed {
-            error: error.into(),
-            wrote: true,
-        }
-    }
 }
 
 /// A queued unit of work for the writer thread.

@@ -16,8 +16,7 @@ use std::sync::Arc;
 use repo::Cid;
 use repo::syntax::validate_did;
 
-use crate::batch::Failed;
-use crate::error::{Result, StoreError};
+use crate::error::{Failed, Result, StoreError};
 use crate::lane::{Lane, LazyReader, hold};
 use crate::plan::plan_commit;
 use crate::{CommitInfo, RecordWrite, Store};

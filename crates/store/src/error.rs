@@ -1,4 +1,5 @@
-//! The store's typed errors.
+//! The store's typed errors, and how a writer job failed (`Failed`: before or
+//! after it began writing, which decides what its batch undoes).
 
 use repo::Cid;
 
@@ -150,3 +151,28 @@ pub enum StoreError {
 
 /// Result alias.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// A job's failure, and whether it had begun writing.
+#[derive(Debug)]
+pub(crate) struct Failed {
+    pub error: StoreError,
+    pub wrote: bool,
+}
+
+impl Failed {
+    /// A failure before the job's first write.
+    pub(crate) fn clean(error: impl Into<StoreError>) -> Self {
+        Failed {
+            error: error.into(),
+            wrote: false,
+        }
+    }
+
+    /// A failure after the job began writing.
+    pub(crate) fn wrote(error: impl Into<StoreError>) -> Self {
+        Failed {
+            error: error.into(),
+            wrote: true,
+        }
+    }
+}

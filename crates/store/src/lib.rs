@@ -111,7 +111,7 @@
 //! | `schema` | PRAGMAs, migrations, startup and backfill |
 //! | `vfs` | the writer's WAL write coalescing |
 //! | `types` | the public values |
-//! | `error` | [`StoreError`] |
+//! | `error` | [`StoreError`]; a writer job's failure (before or after it wrote) |
 //! | `fixtures` | startup fixtures below the public API (feature `bench-internals`) |
 //! | `bench_internals` | re-exports for the benches (feature `bench-internals`) |
 //!
@@ -176,7 +176,8 @@ pub use ownership::APPLICATION_ID;
 pub use schema::{SCHEMA_VERSION, StartupReport};
 pub use types::*;
 
-use batch::{Failed, Task};
+use batch::Task;
+use error::Failed;
 
 /// The store. Share it between threads by reference or `Arc`.
 pub struct Store {

@@ -14,9 +14,8 @@ use repo::syntax::{Tid, TidGenerator};
 use rusqlite::Connection;
 
 use crate::CommitInfo;
-use crate::batch::Failed;
 use crate::cid_cache::CidCache;
-use crate::error::{Result, StoreError};
+use crate::error::{Failed, Result, StoreError};
 use crate::events::{commit_frame, frame_body_of, insert_event, sync_body};
 use crate::node_pos::{NodePositions, ROOT_POS};
 use crate::node_rows::{place_nodes, put_nodes};
