@@ -10,7 +10,7 @@ use benches::callers::bench_callers;
 use benches::registry::count_tier;
 use benches::target::BenchTarget;
 use repo::Cid;
-use store::{ListOptions, Store};
+use store::{ListOptions, Store, bench_internals};
 
 use crate::fixtures::{Fixtures, LIKE, Sampler};
 
@@ -74,9 +74,7 @@ pub fn run(target: &mut BenchTarget, fx: &Fixtures) {
     // writer-coherent cache (the cached rows above serve repeated keys).
     for (coll, rkey, cid) in sampled.iter().take(64) {
         assert_eq!(
-            store
-                .bench_current_cid_uncached(&acc10k.did, coll, rkey)
-                .expect("lookup"),
+            bench_internals::current_cid_uncached(&store, &acc10k.did, coll, rkey).expect("lookup"),
             Some(*cid)
         );
     }
@@ -86,9 +84,7 @@ pub fn run(target: &mut BenchTarget, fx: &Fixtures) {
         move |i: u64| {
             let (coll, rkey, _) = &sampled[i as usize % sampled.len()];
             black_box(
-                store
-                    .bench_current_cid_uncached(did, coll, rkey)
-                    .expect("lookup"),
+                bench_internals::current_cid_uncached(&store, did, coll, rkey).expect("lookup"),
             );
         }
     });

@@ -16,7 +16,7 @@ use criterion::{SamplingMode, Throughput};
 use repo::Cid;
 use repo::crypto::PublicKey;
 use repo::firehose::{Frame, verify_commit};
-use store::{Config, Store};
+use store::{Config, Store, bench_internals};
 
 use crate::fixtures::{Fixtures, LIKE, POST, cbor};
 
@@ -127,7 +127,7 @@ pub fn run(target: &mut BenchTarget, fx: &Fixtures) {
     );
     // The unit writes what it claims (checked once, outside the timing).
     let probe = Cid::for_dag_cbor(b"index-only probe");
-    idx.bench_index_only_write("did:plc:indexonlyprobe", LIKE, "3kaaaaaaaaaaa", probe)
+    bench_internals::index_only_write(&idx, "did:plc:indexonlyprobe", LIKE, "3kaaaaaaaaaaa", probe)
         .expect("index write");
     assert_eq!(
         idx.current_cid("did:plc:indexonlyprobe", LIKE, "3kaaaaaaaaaaa")
@@ -154,7 +154,7 @@ pub fn run(target: &mut BenchTarget, fx: &Fixtures) {
                 move |i: u64| {
                     let (rkey, cid) = &keys[i as usize % keys.len()];
                     black_box(
-                        idx.bench_index_only_write(&did, LIKE, rkey, *cid)
+                        bench_internals::index_only_write(&idx, &did, LIKE, rkey, *cid)
                             .expect("index write"),
                     );
                 }

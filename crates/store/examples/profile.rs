@@ -9,17 +9,16 @@
 //! (one caller's createRecord), `apply_delete` (a create and its delete),
 //! `tier` (the bench's size tiers: a create, timed, then its delete),
 //! `apply_callers_<c>` (`c` threads creating records on their own
-//! accounts, `n` creates in all). The fixture (one account,
+//! accounts, `n` creates in all), `blob_get_<bytes>` (reads of one blob,
+//! after `PROFILE_BIG_PUTS` puts of 1 MiB blobs). The fixture (one account,
 //! `PROFILE_RECORDS` records, default 2,000) is built in a temp dir (or at
 //! `PROFILE_DB`) before the measured loop; `n` operations follow.
 //! `PROFILE_WAL_FRAMES` sets `Config::wal_restart_frames` and
 //! `PROFILE_CHECKPOINT_MS` `Config::checkpoint_interval`;
-//! `PROFILE_PLANNERS` sets `Config::planners`; `PROFILE_CALLER_RECORDS`
-//! seeds each `apply_callers_<c>` account with that many records first,
-//! and `PROFILE_WARM_OPS` runs that many single-caller creates on the
-//! first of them before the timed loop (the bench's order);
-//! `PROFILE_CALLER_PLANS=0` turns `Config::caller_plans` off (`1`: on, the
-//! default).
+//! `PROFILE_CALLER_RECORDS` seeds each `apply_callers_<c>` account with
+//! that many records first, and `PROFILE_WARM_OPS` runs that many
+//! single-caller creates on the first of them before the timed loop (the
+//! bench's order).
 //!
 //! Which tables a commit's WAL frames go to: keep the database, let
 //! nothing checkpoint, and abort right after the loop so the WAL stays:
@@ -64,12 +63,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(ms) = env_number("PROFILE_CHECKPOINT_MS") {
         config.checkpoint_interval = std::time::Duration::from_millis(ms);
     }
-    if let Some(p) = env_number("PROFILE_PLANNERS") {
-        config.planners = p;
-    }
-    if let Some(v) = std::env::var_os("PROFILE_CALLER_PLANS") {
-        config.caller_plans = v != "0";
-    }
     let store = Store::open(path, config)?;
     let size: usize = env_number("PROFILE_RECORDS").unwrap_or(2_000);
     let (did, recs) = seeded_account(&store, 1, size)?;
@@ -87,6 +80,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     if let Some(callers) = mode.strip_prefix("apply_callers_") {
         return apply_callers(&store, callers.parse()?, n, &bodies);
+    }
+    if let Some(bytes) = mode.strip_prefix("blob_get_") {
+        return blob_get(&store, &did, bytes.parse()?, n);
     }
     let mut timed = std::time::Duration::ZERO;
     let t = Instant::now();
@@ -135,7 +131,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{mode}: {n} ops in {el:.2?} ({:.0} ops/s)",
         n as f64 / el.as_secs_f64()
     );
-    eprintln!("node position scans: {}", store.node_position_scans());
     if mode == "tier" {
         eprintln!(
             "timed creates: {:.1} us each",
@@ -183,8 +178,39 @@ fn apply_callers(
         "apply x{callers}: {n} ops in {el:.2?} ({:.0} ops/s)",
         n as f64 / el.as_secs_f64()
     );
-    eprintln!("{:?}", store.caller_plan_stats());
-    eprintln!("node position scans: {}", store.node_position_scans());
+    Ok(())
+}
+
+/// `blob_get_<bytes>`: `n` reads of one blob of that many bytes (the
+/// shape of `store.blob_get/ours/<tier>`), after `PROFILE_BIG_PUTS` puts
+/// of 1 MiB blobs (default 0; the bench's store has had its
+/// `store.blob_put` rows first).
+fn blob_get(
+    store: &Store,
+    did: &str,
+    bytes: usize,
+    n: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let big: usize = env_number("PROFILE_BIG_PUTS").unwrap_or(0);
+    for k in 0..big {
+        let buf = datagen::random_bytes(0x424c_4f42 + (k % 8) as u64, 1 << 20);
+        store.put_blob(did, buf, "image/jpeg")?;
+    }
+    let buf = datagen::random_bytes(0x5052_4f42, bytes);
+    let cid = store.put_blob(did, buf.clone(), "image/jpeg")?;
+    if store.get_blob(did, &cid)?.map(|b| b.bytes) != Some(buf) {
+        return Err("blob read back differs".into());
+    }
+    let t = Instant::now();
+    for _ in 0..n {
+        black_box(store.get_blob(did, &cid)?);
+    }
+    let el = t.elapsed();
+    abort_if_asked();
+    eprintln!(
+        "blob_get {bytes} B: {n} reads in {el:.2?} ({:.2} us each)",
+        el.as_secs_f64() * 1e6 / n as f64
+    );
     Ok(())
 }
 

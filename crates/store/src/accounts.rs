@@ -13,7 +13,8 @@ use rusqlite::{OptionalExtension, params};
 
 use crate::Store;
 use crate::error::{Result, StoreError};
-use crate::writer::{Writer, frame_body, now_datetime};
+use crate::events::{frame_body, now_datetime};
+use crate::writer::Writer;
 
 /// The statuses atproto's `#account` event defines for inactive accounts.
 pub const ACCOUNT_STATUSES: &[&str] = &[

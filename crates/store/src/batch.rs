@@ -1,8 +1,8 @@
 //! The writer's queue and group commit.
 //!
 //! Callers validate and encode their input on their own thread, then hand
-//! over a [`Job`]. The writer state (its connection and caches) sits behind
-//! one mutex. A caller that finds no job queued and the writer idle runs
+//! over a [`Job`]. The writer state (its connection and sequence) sits
+//! behind one mutex. A caller that finds no job queued and the writer idle runs
 //! its job itself, as a batch of one, on its own thread ([`Queue::submit`]):
 //! a lone writer then pays no thread hand-off (two wake-ups per commit).
 //! Otherwise it queues the job and blocks on its reply; the writer
@@ -13,31 +13,43 @@
 //! append, one fsync under `synchronous = FULL`), and only then answers
 //! every caller in it. Savepoints are not free (SQLite first copies every
 //! page a job dirties into the statement journal, a visible share of a
-//! createRecord's writer time in callgrind and perf), so a batch of one job runs without one, and so do commits
-//! (`Task::unguarded`): they check everything before their first write, so
-//! a failing one has written nothing; should one fail while writing its
-//! rows (an I/O error, say), the whole batch is rolled back and every
-//! caller in it gets the error, as if its COMMIT had failed.
+//! createRecord's writer time in callgrind and perf), so a batch of one
+//! job runs without one, and so do commits (unguarded [`Task`]s): they
+//! check their guard before their first write and say which side of it
+//! they failed on ([`Failed`]); one that fails while writing its rows (an
+//! I/O error, say) rolls the whole batch back, and every caller in it gets
+//! the error, as if its COMMIT had failed.
 
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use rusqlite::Connection;
 
-use crate::error::{Result, StoreError};
+use crate::checkpoint::{WalBacklog, finish_wal};
+use crate::error::{Failed, Result, StoreError};
 use crate::writer::Writer;
+
+/// How a job's run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// It did its work.
+    Done,
+    /// It failed before writing anything.
+    Refused,
+    /// It failed after it began writing: its writes must be undone.
+    Broke,
+}
 
 /// A queued unit of work for the writer thread.
 pub(crate) trait Job: Send {
     /// Runs inside the batch transaction (and the job's savepoint, unless
-    /// [`guarded`](Job::guarded) says it needs none); `false` when it
-    /// failed (its error is kept for [`finish`](Job::finish)).
-    fn run(&mut self, w: &mut Writer) -> bool;
+    /// [`guarded`](Job::guarded) says it needs none); a failure's error is
+    /// kept for [`finish`](Job::finish).
+    fn run(&mut self, w: &mut Writer) -> Outcome;
     /// Whether the job runs inside its own savepoint. An unguarded job
-    /// writes nothing when it fails, unless it sets [`Writer::partial`],
-    /// which rolls the whole batch back.
+    /// that [`Broke`](Outcome::Broke) rolls its whole batch back.
     fn guarded(&self) -> bool;
     /// Answers the caller once the batch committed (or failed to).
     fn finish(self: Box<Self>, committed: std::result::Result<(), String>);
@@ -52,35 +64,38 @@ pub(crate) struct Task<T, F> {
 }
 
 impl<T, F> Task<T, F> {
-    /// A job run inside its own savepoint.
-    pub(crate) fn new(f: F, reply: SyncSender<Result<T>>) -> Self {
+    /// A job run inside its own savepoint (`guarded`), or one that tells
+    /// whether it failed before or after writing (its [`Failed`]).
+    pub(crate) fn new(f: F, reply: SyncSender<Result<T>>, guarded: bool) -> Self {
         Task {
             f: Some(f),
             out: None,
             reply,
-            guarded: true,
-        }
-    }
-
-    /// A job that writes nothing when it fails unless it sets
-    /// [`Writer::partial`] (see [`Job::guarded`]).
-    pub(crate) fn unguarded(f: F, reply: SyncSender<Result<T>>) -> Self {
-        Task {
-            guarded: false,
-            ..Task::new(f, reply)
+            guarded,
         }
     }
 }
 
-impl<T: Send, F: FnOnce(&mut Writer) -> Result<T> + Send> Job for Task<T, F> {
-    fn run(&mut self, w: &mut Writer) -> bool {
+impl<T: Send, F: FnOnce(&mut Writer) -> std::result::Result<T, Failed> + Send> Job for Task<T, F> {
+    fn run(&mut self, w: &mut Writer) -> Outcome {
         let Some(f) = self.f.take() else {
-            return false;
+            return Outcome::Refused;
         };
-        let r = f(w);
-        let ok = r.is_ok();
-        self.out = Some(r);
-        ok
+        let (out, outcome) = match f(w) {
+            Ok(v) => (Ok(v), Outcome::Done),
+            Err(Failed { error, wrote }) => {
+                // A guarded job's writes are undone by its savepoint, or
+                // with its transaction when it runs alone.
+                let outcome = if wrote || self.guarded {
+                    Outcome::Broke
+                } else {
+                    Outcome::Refused
+                };
+                (Err(error), outcome)
+            }
+        };
+        self.out = Some(out);
+        outcome
     }
 
     fn guarded(&self) -> bool {
@@ -107,63 +122,6 @@ pub(crate) struct Queue {
     tx: Option<Sender<Box<dyn Job>>>,
     queued: Arc<AtomicUsize>,
     wal: Arc<WalBacklog>,
-}
-
-/// The hand-over of the WAL's last frames from the background checkpointer
-/// to the writer (see [`finish_wal`]): idle, requested by the checkpointer
-/// (after it caught up with a WAL past its restart size), or being done by
-/// the writer. The checkpointer does not checkpoint while it is not idle,
-/// so the two never collide (a second PASSIVE checkpoint while one runs
-/// gets SQLITE_BUSY and copies nothing).
-#[derive(Default)]
-pub(crate) struct WalBacklog(AtomicU8);
-
-const WAL_IDLE: u8 = 0;
-const WAL_REQUESTED: u8 = 1;
-const WAL_WRITER: u8 = 2;
-
-impl WalBacklog {
-    /// Asks the writer to copy the WAL's last frames after its current
-    /// batch.
-    pub(crate) fn request(&self) {
-        self.0.store(WAL_REQUESTED, Ordering::Release);
-    }
-
-    /// Whether the checkpointer may run (no hand-over pending).
-    pub(crate) fn idle(&self) -> bool {
-        self.0.load(Ordering::Acquire) == WAL_IDLE
-    }
-}
-
-/// Lets the WAL restart from its beginning. SQLite rewinds the WAL when a
-/// write transaction starts and every frame has been copied back to the
-/// database (and no reader still needs them). Under a steady write load
-/// the background checkpointer never sees that moment, since frames keep
-/// arriving while it copies. A `RESTART` checkpoint from that thread would
-/// force it, but holds the write lock while it copies what arrived
-/// meanwhile and, contending with a writer that takes the lock back right
-/// away, held it for tens of milliseconds per restart (measured with a
-/// single caller on `store.apply_commit/ours.nosync/callers-1`). So
-/// the writer does it itself, between two batches, when asked: a PASSIVE
-/// checkpoint on its own connection copies only the frames written since
-/// the checkpointer's last pass (it has just caught up), never waits for
-/// a lock or a reader, and its next `BEGIN` then rewinds the WAL.
-fn finish_wal(w: &Writer, wal: &WalBacklog) {
-    if wal
-        .0
-        .compare_exchange(
-            WAL_REQUESTED,
-            WAL_WRITER,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        )
-        .is_ok()
-    {
-        let _ = w
-            .conn
-            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
-        wal.0.store(WAL_IDLE, Ordering::Release);
-    }
 }
 
 impl Queue {
@@ -210,7 +168,7 @@ impl Queue {
                 Ok(mut w) => {
                     let mut batch = vec![job];
                     process(&mut w, &mut batch);
-                    finish_wal(&w, &self.wal);
+                    finish_wal(&w.conn, &self.wal);
                     None
                 }
                 Err(_) => Some(job),
@@ -251,7 +209,7 @@ fn run(
         // the state is still a valid connection, so keep serving.
         let mut w = writer.lock().unwrap_or_else(|p| p.into_inner());
         process(&mut w, &mut batch);
-        finish_wal(&w, wal);
+        finish_wal(&w.conn, wal);
     }
 }
 
@@ -275,11 +233,9 @@ fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
-/// Rolls the batch's transaction back; the writer's decoded nodes and
-/// node positions may describe commits that are now undone, so they go.
+/// Rolls the batch's transaction back.
 fn roll_back(w: &mut Writer) {
     let _ = w.conn.execute_batch("ROLLBACK");
-    w.forget_nodes();
 }
 
 fn run_batch(w: &mut Writer, batch: &mut [Box<dyn Job>]) -> std::result::Result<(), String> {
@@ -293,12 +249,13 @@ fn run_batch(w: &mut Writer, batch: &mut [Box<dyn Job>]) -> std::result::Result<
         // alone needs none (rolling the transaction back undoes exactly its
         // writes), nor does an unguarded one (see `Job::guarded`).
         if alone || !job.guarded() {
-            w.partial = false;
-            if !job.run(w) {
-                w.next_seq = seq_before;
-                // Writes to undo: the batch goes, as a failed COMMIT would
-                // take it (a job alone keeps its own error).
-                if job.guarded() || w.partial {
+            match job.run(w) {
+                Outcome::Done => {}
+                Outcome::Refused => w.next_seq = seq_before,
+                Outcome::Broke => {
+                    // Writes to undo: the batch goes, as a failed COMMIT
+                    // would take it (a job alone keeps its own error).
+                    w.next_seq = seq_before;
                     roll_back(w);
                     return Err(
                         "a job failed while writing its rows; its batch was rolled back".into(),
@@ -309,11 +266,10 @@ fn run_batch(w: &mut Writer, batch: &mut [Box<dyn Job>]) -> std::result::Result<
         }
         let step = (|| -> rusqlite::Result<()> {
             exec(&w.conn, "SAVEPOINT job")?;
-            if job.run(w) {
+            if job.run(w) == Outcome::Done {
                 exec(&w.conn, "RELEASE job")
             } else {
                 w.next_seq = seq_before;
-                w.forget_nodes();
                 exec(&w.conn, "ROLLBACK TO job")?;
                 exec(&w.conn, "RELEASE job")
             }

@@ -18,33 +18,33 @@ fn writer(dir: &std::path::Path) -> Writer {
         report.next_seq,
         Arc::new(TidGenerator::new(0)),
         Arc::new(CidCache::default()),
-        Arc::default(),
     )
 }
 
 /// A queued job and its caller's end of the reply channel.
 type Queued = (Box<dyn Job>, Receiver<Result<i64>>);
 
-/// A job inserting `x`, then failing if `fail` (after its write, marking
-/// the batch when `partial`), with or without its own savepoint.
+/// A job inserting `x`, then failing if `fail` (after its write, saying
+/// so when `partial`), with or without its own savepoint.
 fn job(x: i64, fail: bool, partial: bool, guarded: bool) -> Queued {
     let (tx, rx) = sync_channel(1);
-    let f = move |w: &mut Writer| -> Result<i64> {
+    let f = move |w: &mut Writer| -> std::result::Result<i64, Failed> {
         if fail && !partial {
-            return Err(StoreError::InvalidBatch("checked before writing"));
+            return Err(Failed::clean(StoreError::InvalidBatch(
+                "checked before writing",
+            )));
         }
-        w.conn.execute("INSERT INTO t (x) VALUES (?1)", [x])?;
+        w.conn
+            .execute("INSERT INTO t (x) VALUES (?1)", [x])
+            .map_err(Failed::wrote)?;
         if fail {
-            w.partial = true;
-            return Err(StoreError::InvalidBatch("failed while writing"));
+            return Err(Failed::wrote(StoreError::InvalidBatch(
+                "failed while writing",
+            )));
         }
         Ok(x)
     };
-    let job: Box<dyn Job> = if guarded {
-        Box::new(Task::new(f, tx))
-    } else {
-        Box::new(Task::unguarded(f, tx))
-    };
+    let job: Box<dyn Job> = Box::new(Task::new(f, tx, guarded));
     (job, rx)
 }
 

@@ -6,7 +6,7 @@ use repo::syntax::validate_did;
 use rusqlite::{OptionalExtension, params};
 
 use crate::error::{Result, StoreError};
-use crate::writer::cid_from_sql;
+use crate::rows::cid_from_sql;
 use crate::{Blob, Store};
 
 fn validate_mime(mime: &str) -> Result<()> {

@@ -1,4 +1,5 @@
-//! The store's typed errors.
+//! The store's typed errors, and how a writer job failed (`Failed`: before or
+//! after it began writing, which decides what its batch undoes).
 
 use repo::Cid;
 
@@ -134,6 +135,12 @@ pub enum StoreError {
     /// an active account.
     #[error("invalid account status: {0}")]
     InvalidAccountStatus(String),
+    /// The account's root moved under a planned commit (nothing was
+    /// written). Every commit of an account passes through its lane, so
+    /// this means the rows changed behind the store's back; the lane is
+    /// reloaded, and trying again plans on the new root.
+    #[error("the repository of {0} moved under a planned commit")]
+    RootMoved(String),
     /// The batch this write was part of failed to commit.
     #[error("write batch failed to commit: {0}")]
     BatchFailed(String),
@@ -144,3 +151,28 @@ pub enum StoreError {
 
 /// Result alias.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// A job's failure, and whether it had begun writing.
+#[derive(Debug)]
+pub(crate) struct Failed {
+    pub error: StoreError,
+    pub wrote: bool,
+}
+
+impl Failed {
+    /// A failure before the job's first write.
+    pub(crate) fn clean(error: impl Into<StoreError>) -> Self {
+        Failed {
+            error: error.into(),
+            wrote: false,
+        }
+    }
+
+    /// A failure after the job began writing.
+    pub(crate) fn wrote(error: impl Into<StoreError>) -> Self {
+        Failed {
+            error: error.into(),
+            wrote: true,
+        }
+    }
+}

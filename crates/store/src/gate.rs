@@ -1,11 +1,11 @@
 //! A counting gate: at most `n` threads inside at once, the rest asleep.
 //!
-//! With [`crate::Config::caller_plans`], callers compute their commits'
-//! plans (MST update, signature) in parallel with the writer thread. Left
+//! Callers plan their commits (MST update, signature) on their own
+//! threads, in parallel with the writer thread (`commit.rs`). Left
 //! unbounded, ten callers planning at once on a two-core machine are ten
 //! runnable threads beside the writer, which then gets a fraction of a
 //! core while it holds the only write lock. The gate keeps the planners to
-//! about the cores there are ([`planners`]); the others sleep until a slot
+//! the cores there are ([`planners`]); the others sleep until a slot
 //! frees.
 
 use std::sync::{Condvar, Mutex};
@@ -51,17 +51,13 @@ impl Drop for Slot<'_> {
     }
 }
 
-/// Planners allowed at once: `configured`, or one per core when 0.
+/// Planners allowed at once: one per core.
 ///
-/// One per core, not one per core besides the writer's: with 10 callers
-/// (`examples/profile.rs apply_callers_10`, alternating runs) one, two and
-/// three planners were within each other's spread on two cores and ten
-/// were slower. A planner also sleeps (a node read, the gate, its wake-up),
-/// and a second one fills those gaps.
-pub(crate) fn planners(configured: usize) -> usize {
-    if configured > 0 {
-        return configured;
-    }
+/// One per core, not one per core besides the writer's: a planner also
+/// sleeps (a node read, the gate, its wake-up), and a second one fills
+/// those gaps (`examples/profile.rs apply_callers_10`, alternating runs;
+/// far more planners than cores were slower).
+pub(crate) fn planners() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
@@ -100,7 +96,6 @@ mod tests {
     fn capacity_is_at_least_one() {
         let gate = Gate::new(0);
         drop(gate.enter());
-        assert!(planners(0) >= 1);
-        assert_eq!(planners(3), 3);
+        assert!(planners() >= 1);
     }
 }

@@ -85,7 +85,7 @@ pub(crate) fn verify_car(input: impl Read, key: Option<&PublicKey>) -> Result<Ve
             )));
         }
         let mut links = Vec::new();
-        crate::collect_blob_links(&value, &mut links);
+        crate::prepare::collect_blob_links(&value, &mut links);
         blob_refs.extend(links.into_iter().map(|c| (key.clone(), c)));
         records.push((coll.to_owned(), rkey.to_owned(), cid, b.to_vec()));
     }

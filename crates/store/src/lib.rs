@@ -2,7 +2,7 @@
 //! WAL database, a record index for reads, signed commits, a sequencer for
 //! the firehose, and blobs. Built on the [`repo`] crate.
 //!
-//! # Storage model (schema version 6, see `schema.rs`)
+//! # Storage model (schema version 7, see `schema.rs`)
 //!
 //! | table | key | holds |
 //! |---|---|---|
@@ -12,7 +12,7 @@
 //! | `records` | `(did, collection, rkey)` | record CID, rev, and (v4) the record block's bytes: getRecord is one row and listRecords one range scan, never a sort or a join; `cid_dup` marks all but the first row holding a CID, so getRepo writes a shared block once; index `(did, cid)` |
 //! | `commits` | `seq` | v5: the log of commits by the seq of the event that carried each (did, rev, commit CID); no secondary index, since nothing looks a commit up by rev or CID (the spec's suggested `(did, rev)` key and `(did, cid)` index cost each commit two WAL pages, see `schema.rs`) |
 //! | `seq_events` | `seq` | firehose event bodies (DAG-CBOR) by kind: `#commit`, `#sync`, `#identity`, `#account` |
-//! | `blobs` | `(did, cid)` | MIME, size, bytes (raw sha-256 CID) |
+//! | `blobs` | rowid, unique `(did, cid)` | MIME, size, bytes (raw sha-256 CID); a rowid table (v7), so a lookup never compares blob bytes |
 //! | `record_blobs` | `(did, blob, record)` | blobs referenced by records |
 //!
 //! CIDs are stored as their 36 binary bytes. Only the current tree's blocks
@@ -31,18 +31,18 @@
 //! (stamped with [`APPLICATION_ID`]) are opened; see `ownership.rs`.
 //!
 //! One writer thread owns the read-write connection; every write goes
-//! through its queue and is group-committed (see `writer.rs`): concurrent
+//! through its queue and is group-committed (`batch.rs`): concurrent
 //! writers on different accounts share one transaction and one fsync, and a
 //! caller returns only after the transaction holding its write committed.
 //! Readers take a connection from a pool (`query_only`, WAL), so they never
-//! wait on the writer. PRAGMAs live in [`schema::pragmas`]: synchronous
+//! wait on the writer. PRAGMAs live in one place (`schema.rs`): synchronous
 //! NORMAL by default (durable against process crashes, not power loss),
 //! FULL with [`Config::durable`]. The writer's connection never
 //! checkpoints (`wal_autocheckpoint = 0`); a background thread runs PASSIVE
-//! checkpoints every [`Config::checkpoint_interval`] (200 ms), so no COMMIT
-//! pays for a checkpoint's fsync; once the WAL passes
-//! [`Config::wal_restart_frames`], the writer copies the last few frames
-//! itself between two batches so that the WAL rewinds (`batch.rs`).
+//! checkpoints every [`Config::checkpoint_interval`], so no COMMIT pays for
+//! a checkpoint's fsync; once the WAL passes [`Config::wal_restart_frames`],
+//! the writer copies the last few frames itself between two batches so
+//! that the WAL rewinds (`checkpoint.rs`).
 //!
 //! The writer's connection opens through a thin VFS over SQLite's unix VFS
 //! (`vfs.rs`) that hands each transaction's WAL frames to the kernel in one
@@ -53,60 +53,91 @@
 //! caller's kernel time per createRecord (`examples/profile.rs`,
 //! `store.apply_commit/ours.nosync/callers-1`).
 //!
-//! The CPU-heavy half of a commit (lazy MST update, covering proof, k256
-//! signature) is a `plan::Plan`. A lone caller commits on its own thread
-//! and computes it there, inside the batch. With [`Config::caller_plans`]
-//! (the default), a caller whose commit has others in flight computes its
-//! plan before queueing, in parallel with the writer thread, from the root
-//! and decoded MST nodes its account's last commit left in memory
-//! (`caller_plan.rs`; at most [`Config::planners`] at once); the writer
-//! uses it only if the repository is still at the plan's base commit, and
-//! otherwise computes the commit itself. The rows are written inside the
-//! writer's transaction either way. A commit's new MST nodes stay decoded
-//! in the cache the next commit of the account starts from, so its path is
-//! not read back from `repo_blocks`.
+//! # A commit's path
+//!
+//! It starts in `commit.rs` ([`Store::apply_writes`]) and runs on the
+//! caller's thread up to its rows. Each active account has one lane
+//! (`lane.rs`): its root, signing key, decoded MST nodes and their row
+//! positions, the only copy of that state. The commit locks its account's
+//! lane, plans on it (`plan.rs`: the lazy MST update, covering proof, k256
+//! signature and `#commit` CAR; nodes missing from the lane's cache are
+//! read through a pooled reader), and hands the writer only the rows
+//! (`writer.rs`), which checks that the account is still at the plan's
+//! base commit, writes them and group-commits. The lane stays locked until
+//! the writer answers, so the account's next commit plans on this one's
+//! new nodes without reading them back; a commit that does not land (its
+//! batch rolled back, say) empties the lane, which reloads from the rows on
+//! next use.
 //!
 //! # Read path
 //!
 //! Every connection runs with the query planner stability guarantee
 //! (`SQLITE_DBCONFIG_ENABLE_QPSG`, set in `schema.rs`): without it SQLite
 //! re-prepared every cached statement on `repo_blocks` at each execution
-//! (its partial index makes plans depend on bound values), which was half
-//! of getRecord's instructions. `current_cid` answers from a cache of the
-//! record index that the writer keeps coherent (`cid_cache.rs`: invalidated
-//! per account after each batch, before any caller is answered; readers
-//! insert only if no invalidation happened since their snapshot began).
+//! (its partial index makes plans depend on bound values), a large share
+//! of `store.get_record/ours/callers-1`'s instructions. `current_cid`
+//! answers from a cache of the record index that the writer keeps
+//! coherent (`cid_cache.rs`: invalidated per account after each batch,
+//! before any caller is answered; readers insert only if no invalidation
+//! happened since their snapshot began).
 //! getRecord and listRecords render DAG-CBOR to atproto JSON in one pass
 //! without a value tree (`render.rs`, byte-identical to the reference).
 //!
 //! # Modules
 //!
-//! `types` (public values), `read` (lookups, getRecord, listRecords),
-//! `blobs`, `sync` (export, catch-up, import, check), `accounts`
-//! (`#identity` / `#account` state and events), `writer` (the write path),
-//! `plan` (a commit's CPU half), `plan_detached` (that over an account held
-//! in memory: tests and `--bench instructions` only),
-//! `ownership` (the writer lock, our databases only), `schema` (PRAGMAs,
-//! migrations, startup), `render`, `cid_cache`, `vfs`
-//! (the writer's WAL write coalescing).
+//! | module | owns |
+//! |---|---|
+//! | `commit` | where a commit's path starts: applyWrites, create/put/deleteRecord |
+//! | `prepare` | a write's checks and encoding on the caller's thread |
+//! | `lane` | each active account's commit state, locked by the commit using it |
+//! | `plan` | a commit's CPU half, planned from a lane |
+//! | `plan_detached` | that over an account held in memory (tests and `--bench instructions` only) |
+//! | `node_pos` | the position rule of MST node rows and a lane's known positions |
+//! | `node_rows` | reading and writing MST node rows by position |
+//! | `rows` | the root, record, record-blob and commit-log rows; CID columns |
+//! | `events` | event bodies (`#commit`, `#sync`) and frame headers; event rows |
+//! | `writer` | the read-write connection: the guard, a commit's rows, account creation, import |
+//! | `batch` | the writer's queue, group commit, jobs and their outcomes |
+//! | `checkpoint` | the background checkpointer and the WAL rewind hand-over |
+//! | `gate` | at most one planner per core |
+//! | `cid_cache` | the writer-coherent `current_cid` cache |
+//! | `read` | lookups, getRecord, listRecords |
+//! | `render` | DAG-CBOR to atproto JSON in one pass |
+//! | `blobs` | blob put, get, ranged get, references |
+//! | `sync` | export, catch-up, import, the repository check |
+//! | `import` | verifying a repository CAR |
+//! | `accounts` | `#identity` / `#account` state and events |
+//! | `ownership` | the writer lock; our databases only |
+//! | `schema` | PRAGMAs, migrations, startup and backfill |
+//! | `vfs` | the writer's WAL write coalescing |
+//! | `types` | the public values |
+//! | `error` | [`StoreError`]; a writer job's failure (before or after it wrote) |
+//! | `fixtures` | startup fixtures below the public API (feature `bench-internals`) |
+//! | `bench_internals` | re-exports for the benches (feature `bench-internals`) |
 //!
 //! # Input checks
 //!
 //! Writes are validated and encoded on the caller's thread before they are
 //! queued: DID, NSID, record key syntax, strict DAG-CBOR that must be a map
 //! (with `$type`, when present, equal to the collection), size limits. A bad
-//! write returns a typed [`StoreError`] and nothing is written; a write that
-//! fails inside the writer (unknown account, swap mismatch, ...) is rolled
-//! back to its savepoint without touching the rest of its batch.
+//! write returns a typed [`StoreError`] and nothing is written. A commit's
+//! swap and existence checks run as it plans, against its lane; what fails
+//! inside the writer is refused before its first write (the guard) or, if
+//! it fails while writing (an I/O error), rolls its whole batch back.
 
 mod accounts;
 mod batch;
 mod blobs;
-mod caller_plan;
+mod checkpoint;
 mod cid_cache;
+mod commit;
 mod error;
+mod events;
+#[cfg(feature = "bench-internals")]
+mod fixtures;
 mod gate;
 mod import;
+mod lane;
 mod node_pos;
 mod node_rows;
 mod ownership;
@@ -115,9 +146,11 @@ mod plan;
 // instructions` and checked by its own tests; not part of the store's API.
 #[cfg(any(test, feature = "bench-internals"))]
 mod plan_detached;
+mod prepare;
 mod read;
 mod render;
-pub mod schema;
+mod rows;
+mod schema;
 mod sync;
 mod types;
 mod vfs;
@@ -132,22 +165,19 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use repo::Cid;
-use repo::Codec;
-use repo::cbor::ValueRef;
 use repo::crypto::{Keypair, PublicKey};
-use repo::syntax::{TidGenerator, validate_did, validate_nsid, validate_record_key};
+use repo::syntax::{TidGenerator, validate_did};
 use rusqlite::{Connection, OptionalExtension};
 
 pub use accounts::{ACCOUNT_STATUSES, AccountState};
 pub use error::{Result, StoreError};
 pub use ownership::APPLICATION_ID;
 
-pub use schema::StartupReport;
+pub use schema::{SCHEMA_VERSION, StartupReport};
 pub use types::*;
 
 use batch::Task;
-use writer::Prepared;
+use error::Failed;
 
 /// The store. Share it between threads by reference or `Arc`.
 pub struct Store {
@@ -159,15 +189,13 @@ pub struct Store {
     writer: Option<JoinHandle<()>>,
     tids: TidGenerator,
     revs: Arc<TidGenerator>,
-    /// Caller-side plan state (`Config::caller_plans`).
-    plans: caller_plan::CallerPlans,
-    /// Commits submitted and not yet answered.
-    in_flight: std::sync::atomic::AtomicUsize,
+    /// Each active account's commit state (`lane.rs`).
+    lanes: lane::Lanes,
+    /// Callers planning commits at once (`gate.rs`).
+    planners: gate::Gate,
     report: StartupReport,
     /// `current_cid` answers, kept coherent by the writer (`cid_cache.rs`).
     cids: Arc<cid_cache::CidCache>,
-    /// MST node reads and row updates that had to scan for a node's row.
-    node_scans: Arc<std::sync::atomic::AtomicU64>,
     checkpointer: Option<(Sender<()>, JoinHandle<()>)>,
     /// The exclusive writer lock (`ownership.rs`), released last.
     _lock: Option<ownership::WriterLock>,
@@ -213,78 +241,6 @@ impl Drop for Store {
     }
 }
 
-/// The shortest pause between two background checkpoints
-/// ([`Config::checkpoint_interval`] is raised to it), so a zero interval
-/// cannot spin the thread.
-const MIN_CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(1);
-
-/// Moves WAL frames into the database file off the writer's path: the
-/// writer's connection has `wal_autocheckpoint = 0`, so its COMMIT never
-/// pays for a checkpoint (and its fsync); this thread runs PASSIVE
-/// checkpoints, which never block the writer or the readers. It stops when
-/// `stop` is dropped, after one last checkpoint.
-fn spawn_checkpointer(
-    path: &Path,
-    durable: bool,
-    restart_frames: i64,
-    every: std::time::Duration,
-    wal: Arc<batch::WalBacklog>,
-) -> Result<(Sender<()>, JoinHandle<()>)> {
-    let conn = schema::open_checkpointer(path, durable)?;
-    let (stop, rx) = mpsc::channel::<()>();
-    let h = std::thread::Builder::new()
-        .name("atstore-checkpoint".into())
-        .spawn(move || {
-            loop {
-                let done = !matches!(
-                    rx.recv_timeout(every.max(MIN_CHECKPOINT_INTERVAL)),
-                    Err(mpsc::RecvTimeoutError::Timeout)
-                );
-                if !wal.idle() && !done {
-                    // The writer is about to copy the last frames.
-                    continue;
-                }
-                // (busy, frames in the WAL, frames checkpointed)
-                let passive = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
-                    Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
-                });
-                // Under a steady write load the WAL never rewinds by itself
-                // (see `batch::finish_wal`). Past a size, catch up with
-                // back-to-back passes (each copies what arrived during the
-                // last; a pass under 2 ms means little is left), then have
-                // the writer copy the rest between two batches.
-                if let Ok((log, _)) = passive
-                    && log > restart_frames
-                {
-                    for _ in 0..8 {
-                        let t = std::time::Instant::now();
-                        let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
-                        if t.elapsed() < std::time::Duration::from_millis(2) {
-                            break;
-                        }
-                    }
-                    wal.request();
-                }
-                if done {
-                    break;
-                }
-            }
-        })?;
-    Ok((stop, h))
-}
-
-pub(crate) fn collect_blob_links(v: &ValueRef<'_>, out: &mut Vec<Cid>) {
-    match v {
-        ValueRef::Link(c) if c.codec() == Codec::Raw && !out.contains(c) => out.push(*c),
-        ValueRef::List(items) => items.iter().for_each(|i| collect_blob_links(i, out)),
-        ValueRef::Map(m) => m
-            .entries()
-            .iter()
-            .for_each(|(_, i)| collect_blob_links(i, out)),
-        _ => {}
-    }
-}
-
 impl Store {
     /// Opens (creating if needed) the store at `path` for writing: takes
     /// the database's exclusive writer lock ([`StoreError::Locked`] names
@@ -303,24 +259,16 @@ impl Store {
         }
         let revs = Arc::new(TidGenerator::new(0));
         let cids = Arc::new(cid_cache::CidCache::default());
-        let node_scans = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let w = writer::Writer::new(
-            conn,
-            report.next_seq,
-            revs.clone(),
-            cids.clone(),
-            node_scans.clone(),
-        );
-        let wal = Arc::new(batch::WalBacklog::default());
+        let w = writer::Writer::new(conn, report.next_seq, revs.clone(), cids.clone());
+        let wal = Arc::new(checkpoint::WalBacklog::default());
         let (queue, writer) = batch::Queue::start(w, config.max_batch, wal.clone())?;
-        let checkpointer = Some(spawn_checkpointer(
+        let checkpointer = Some(checkpoint::spawn(
             &path,
             config.durable,
             config.wal_restart_frames,
             config.checkpoint_interval,
             wal,
         )?);
-        let plans = caller_plan::CallerPlans::new(config.planners, node_scans.clone());
         Ok(Store {
             path,
             config,
@@ -329,11 +277,10 @@ impl Store {
             writer: Some(writer),
             tids: TidGenerator::new(1),
             revs,
-            plans,
-            in_flight: std::sync::atomic::AtomicUsize::new(0),
+            lanes: lane::Lanes::default(),
+            planners: gate::Gate::new(gate::planners()),
             report,
             cids,
-            node_scans,
             checkpointer,
             _lock: Some(lock),
         })
@@ -369,20 +316,18 @@ impl Store {
                 });
             }
         }
-        let node_scans = Arc::new(std::sync::atomic::AtomicU64::new(0));
         Ok(Store {
             path,
-            plans: caller_plan::CallerPlans::new(config.planners, node_scans.clone()),
             config,
             readers: Mutex::new(vec![first]),
             queue: None,
             writer: None,
             tids: TidGenerator::new(1),
             revs: Arc::new(TidGenerator::new(0)),
-            in_flight: std::sync::atomic::AtomicUsize::new(0),
+            lanes: lane::Lanes::default(),
+            planners: gate::Gate::new(1),
             report: StartupReport::default(),
             cids: Arc::new(cid_cache::CidCache::default()),
-            node_scans,
             checkpointer: None,
             _lock: None,
         })
@@ -426,23 +371,18 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&mut writer::Writer) -> Result<T> + Send + 'static,
     {
-        self.submit_job(f, true)
+        self.submit_job(move |w| f(w).map_err(Failed::wrote), true)
     }
 
     /// Runs `f` in the writer's next batch; `guarded: false` for a job that
-    /// writes nothing when it fails unless it sets `Writer::partial`
-    /// (`batch::Job::guarded`).
+    /// says whether it failed before or after writing (`batch::Job::guarded`).
     fn submit_job<T, F>(&self, f: F, guarded: bool) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&mut writer::Writer) -> Result<T> + Send + 'static,
+        F: FnOnce(&mut writer::Writer) -> std::result::Result<T, Failed> + Send + 'static,
     {
         let (rtx, rrx) = mpsc::sync_channel(1);
-        let task = if guarded {
-            Task::new(f, rtx)
-        } else {
-            Task::unguarded(f, rtx)
-        };
+        let task = Task::new(f, rtx, guarded);
         match &self.queue {
             Some(queue) => queue.submit(Box::new(task), &rrx),
             None => Err(StoreError::ReadOnly(self.path.clone())),
@@ -462,174 +402,6 @@ impl Store {
         };
         let did = did.to_owned();
         self.submit(move |w| w.create_account(&did, secret))
-    }
-
-    fn prepare(&self, w: RecordWrite) -> Result<Prepared> {
-        validate_nsid(&w.collection)?;
-        let rkey = match w.rkey {
-            Some(r) => r,
-            None if w.action == WriteAction::Create => self.tids.next_tid().to_string(),
-            None => {
-                return Err(StoreError::InvalidBatch(
-                    "update and delete need a record key",
-                ));
-            }
-        };
-        validate_record_key(&rkey)?;
-        let path = format!("{}/{rkey}", w.collection);
-        repo::mst::validate_key(&path)?;
-        let mut blobs = Vec::new();
-        let block = match (w.action, w.record) {
-            (WriteAction::Delete, None) => None,
-            (WriteAction::Delete, Some(_)) => {
-                return Err(StoreError::InvalidBatch("a delete carries no record"));
-            }
-            (_, None) => {
-                return Err(StoreError::InvalidBatch(
-                    "a create or update needs a record",
-                ));
-            }
-            (_, Some(bytes)) => {
-                if bytes.len() > self.config.max_record_bytes {
-                    return Err(StoreError::RecordTooLarge {
-                        size: bytes.len(),
-                        max: self.config.max_record_bytes,
-                    });
-                }
-                let value = repo::cbor::decode(&bytes)?;
-                let ValueRef::Map(map) = &value else {
-                    return Err(StoreError::InvalidRecord("not a map"));
-                };
-                match map.get("$type") {
-                    None => {}
-                    Some(ValueRef::Text(t)) if *t == w.collection => {}
-                    Some(_) => {
-                        return Err(StoreError::InvalidRecord(
-                            "$type differs from the collection",
-                        ));
-                    }
-                }
-                collect_blob_links(&value, &mut blobs);
-                Some((Cid::for_dag_cbor(&bytes), bytes))
-            }
-        };
-        Ok(Prepared {
-            action: w.action,
-            collection: w.collection,
-            rkey,
-            path,
-            block,
-            blobs,
-            swap_record: w.swap_record,
-        })
-    }
-
-    /// applyWrites: up to [`Config::max_writes`] writes as one commit.
-    pub fn apply_writes(
-        &self,
-        did: &str,
-        writes: Vec<RecordWrite>,
-        swap_commit: Option<Cid>,
-    ) -> Result<CommitInfo> {
-        validate_did(did)?;
-        if writes.is_empty() {
-            return Err(StoreError::InvalidBatch("no writes"));
-        }
-        if writes.len() > self.config.max_writes {
-            return Err(StoreError::InvalidBatch("too many writes"));
-        }
-        let prepared = writes
-            .into_iter()
-            .map(|w| self.prepare(w))
-            .collect::<Result<Vec<_>>>()?;
-        let mut paths: Vec<&str> = prepared.iter().map(|p| p.path.as_str()).collect();
-        paths.sort_unstable();
-        if paths.windows(2).any(|w| w[0] == w[1]) {
-            return Err(StoreError::InvalidBatch("a path is written twice"));
-        }
-        use std::sync::atomic::Ordering;
-        // With other commits in flight (and `caller_plans`), plan this one
-        // here, in parallel with the writer; otherwise the writer plans it.
-        let busy = self.in_flight.fetch_add(1, Ordering::AcqRel) > 0;
-        let plan = if busy && self.config.caller_plans {
-            self.plans
-                .plan(self, &self.revs, did, &prepared, swap_commit)
-        } else {
-            None
-        };
-        let planned = plan.as_ref().map(|p| p.commit.0);
-        let owned = did.to_owned();
-        let r = self.submit_job(
-            move |w| w.apply(&owned, &prepared, swap_commit, plan),
-            false,
-        );
-        self.in_flight.fetch_sub(1, Ordering::AcqRel);
-        if self.config.caller_plans
-            && let Ok(info) = &r
-        {
-            self.plans.committed(info, planned);
-        }
-        r
-    }
-
-    /// How many commits callers planned ahead ([`Config::caller_plans`])
-    /// and how many of those plans the writer took (the others were
-    /// computed again by the writer: the repository had moved on).
-    pub fn caller_plan_stats(&self) -> CallerPlanStats {
-        self.plans.stats()
-    }
-
-    /// How many times a read or update of an MST node's row had to scan its
-    /// account's rows because the node's position was not known (see
-    /// `node_pos.rs`). Stays 0 in a store used sequentially; a caller's
-    /// plan state staler than the writer's can, rarely, add one.
-    pub fn node_position_scans(&self) -> u64 {
-        self.node_scans.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// createRecord.
-    pub fn create_record(
-        &self,
-        did: &str,
-        collection: &str,
-        rkey: Option<&str>,
-        record: Vec<u8>,
-        swap_commit: Option<Cid>,
-    ) -> Result<CommitInfo> {
-        self.apply_writes(
-            did,
-            vec![RecordWrite::create(collection, rkey, record)],
-            swap_commit,
-        )
-    }
-
-    /// putRecord (`swap_record`: `Some(None)` = must not exist).
-    pub fn put_record(
-        &self,
-        did: &str,
-        collection: &str,
-        rkey: &str,
-        record: Vec<u8>,
-        swap_record: Option<Option<Cid>>,
-        swap_commit: Option<Cid>,
-    ) -> Result<CommitInfo> {
-        let mut w = RecordWrite::update(collection, rkey, record);
-        w.swap_record = swap_record;
-        self.apply_writes(did, vec![w], swap_commit)
-    }
-
-    /// deleteRecord.
-    pub fn delete_record(
-        &self,
-        did: &str,
-        collection: &str,
-        rkey: &str,
-        swap_record: Option<Cid>,
-        swap_commit: Option<Cid>,
-    ) -> Result<CommitInfo> {
-        let mut w = RecordWrite::delete(collection, rkey);
-        w.swap_record = swap_record.map(Some);
-        self.apply_writes(did, vec![w], swap_commit)
     }
 
     /// Every account's DID.

@@ -4,8 +4,8 @@
 //!
 //! Why: with rows keyed `(did, cid)`, every node a commit writes or
 //! releases landed on its own random b-tree page, so a commit's WAL frames
-//! grew with the tree (16.4 frames per createRecord at 1k records, 27.7 at
-//! 100k, all of the growth in `repo_blocks`). Keyed by position, the nodes
+//! grew with the tree (`store.apply_commit/ours.nosync/{1k,10k,100k}`, all
+//! of the growth in `repo_blocks`). Keyed by position, the nodes
 //! on one key's path that replace each other share pages, and the few
 //! upper nodes are on the same hot pages commit after commit.
 //!
@@ -22,31 +22,20 @@
 //! commit then moves its row ([`BlockOps::moved`]). [`key_position`] is a
 //! locality key, not a unique one: the CID keeps rows apart.
 //!
-//! **Lookups.** [`NodePositions`] remembers, per account, for each node
-//! the tree may read next, where its row is: the root, the children of
-//! every node read from SQLite, and the children of every node a commit
-//! wrote. A node it does not know (a cache dropped) is found by a scan of
-//! the account's rows instead — correct, slower, and counted
-//! ([`crate::Store::node_position_scans`]; the sequential tests hold it at
-//! zero, the concurrent ones under a small bound). A caller's plan trusts
-//! the positions it knows (its root may be stale: a node missing where it
-//! was is reported missing and the writer plans the commit itself), and
-//! the writer, which sees every commit, corrects the released and moved
-//! rows' positions of a plan it takes ([`NodePositions::correct`]).
-//! A planner keeps the nodes its commit releases (the commit may not
-//! land); the writer forgets them once the commit is written
-//! ([`NodePositions::land`]), so its map holds live nodes only.
-//! Keys are per account because identical subtrees of two accounts (two
-//! imports of one repository, say) are one CID at two positions.
+//! **Lookups.** [`NodePositions`] remembers, for each node of one
+//! account's tree that a commit may read next, where its row is: the root,
+//! the children of every node read from SQLite, and the children of every
+//! node a commit wrote. It belongs to the account's lane (`lane.rs`), the
+//! one owner of the account's commit state, so it is never behind the
+//! rows: a node it does not know, or a row missing where it says, is a
+//! corrupt store, not a cue to scan. A commit forgets the nodes it
+//! releases as it plans (a commit that does not land drops the lane, which
+//! reloads from the rows).
 
 use std::cell::RefCell;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use std::collections::HashMap;
 
 use repo::Cid;
-use repo::cid::{CidBuildHasher, CidMap};
+use repo::cid::CidMap;
 use repo::mst::Node;
 
 /// Position of an account's current MST root.
@@ -77,14 +66,6 @@ pub(crate) fn path_position(collection: &[u8], rkey: &[u8]) -> i64 {
         })
     });
     ((u64::from(h & 0x7fff) << 48) | (order & ((1 << 48) - 1))) as i64
-}
-
-/// The key [`NodePositions`] scopes an account's entries by: FNV-1a of its
-/// DID (two accounts colliding only cost a scan now and then).
-pub(crate) fn account_key(did: &str) -> u64 {
-    did.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 /// A 13-character TID's timestamp (its top 53 bits after the zero bit).
@@ -126,61 +107,46 @@ pub(crate) struct BlockOps {
     /// Position of each new block, index for index with the commit's
     /// `new_blocks`.
     pub put: Vec<i64>,
-    /// Released nodes and where their rows are (`None`: unknown, found by
-    /// a scan).
+    /// Released nodes and where their rows are (`None`: not known, which
+    /// the commit refuses before writing, see [`BlockOps::unknown`]).
     pub released: Vec<(Cid, Option<i64>)>,
     /// Unchanged nodes whose position changed: from (if known), to.
     pub moved: Vec<(Cid, Option<i64>, i64)>,
-    /// Every position the commit's walk learned (the new nodes, their
-    /// children, the moved nodes), for another [`NodePositions`] to take
-    /// without decoding the new nodes again ([`NodePositions::apply`]).
-    pub learned: Vec<(Cid, i64)>,
 }
 
-/// Known row positions of MST nodes by account (see the module docs),
+impl BlockOps {
+    /// A released or moved node whose row's position was not known.
+    pub(crate) fn unknown(&self) -> Option<Cid> {
+        let released = self.released.iter().find(|r| r.1.is_none()).map(|r| r.0);
+        released.or_else(|| self.moved.iter().find(|m| m.1.is_none()).map(|m| m.0))
+    }
+}
+
+/// Known row positions of one account's MST nodes (see the module docs),
 /// bounded.
 #[derive(Debug)]
 pub(crate) struct NodePositions {
-    map: HashMap<(u64, Cid), i64, CidBuildHasher>,
+    map: CidMap<i64>,
     capacity: usize,
-    scans: Arc<AtomicU64>,
-    /// The most positions held right after an [`apply`](Self::apply).
-    #[cfg(test)]
-    peak: usize,
 }
 
 impl NodePositions {
-    /// Remembers at most `capacity` positions; scans are counted in `scans`.
-    pub(crate) fn new(capacity: usize, scans: Arc<AtomicU64>) -> Self {
+    /// Remembers at most `capacity` positions.
+    pub(crate) fn new(capacity: usize) -> Self {
         NodePositions {
-            map: HashMap::default(),
+            map: CidMap::default(),
             capacity,
-            scans,
-            #[cfg(test)]
-            peak: 0,
         }
     }
 
-    /// Changes the bound (tests of the owner's bounding).
-    #[cfg(test)]
-    pub(crate) fn set_capacity(&mut self, capacity: usize) {
-        self.capacity = capacity;
-    }
-
-    /// The most positions held right after an [`apply`](Self::apply).
-    #[cfg(test)]
-    pub(crate) fn peak(&self) -> usize {
-        self.peak
-    }
-
-    /// Where `cid`'s row is in account `acct` ([`account_key`]), if known.
-    pub(crate) fn get(&self, acct: u64, cid: &Cid) -> Option<i64> {
-        self.map.get(&(acct, *cid)).copied()
+    /// Where `cid`'s row is, if known.
+    pub(crate) fn get(&self, cid: &Cid) -> Option<i64> {
+        self.map.get(cid).copied()
     }
 
     /// True when full: the owner drops these and its decoded nodes
     /// together ([`clear`](Self::clear)), since a cached node whose
-    /// children are forgotten would send every read under it to a scan.
+    /// children are forgotten could not be read under.
     pub(crate) fn is_full(&self) -> bool {
         self.map.len() >= self.capacity
     }
@@ -190,38 +156,31 @@ impl NodePositions {
         self.map.clear();
     }
 
-    /// Notes that `cid`'s row in account `acct` is at `pos`.
-    pub(crate) fn note(&mut self, acct: u64, cid: Cid, pos: i64) {
-        self.map.insert((acct, cid), pos);
+    /// Notes that `cid`'s row is at `pos`.
+    pub(crate) fn note(&mut self, cid: Cid, pos: i64) {
+        self.map.insert(cid, pos);
     }
 
-    /// Notes the positions of the children of a node of account `acct`
-    /// just read (bytes that do not decode are left to the MST's decoder to
-    /// report).
-    pub(crate) fn note_children(&mut self, acct: u64, bytes: &[u8]) {
+    /// Notes the positions of the children of a node just read (bytes that
+    /// do not decode are left to the MST's decoder to report).
+    pub(crate) fn note_children(&mut self, bytes: &[u8]) {
         if let Ok(node) = Node::decode(bytes) {
             for_each_child(&node, |c, p| {
-                self.map.insert((acct, c), p);
+                self.map.insert(c, p);
             });
         }
     }
 
-    /// Counts a lookup that had to scan.
-    pub(crate) fn count_scan(&self) {
-        self.scans.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// The row operations of a commit to account `acct` from the tree
-    /// rooted at `base` (`None`: none kept) to the one rooted at `root`,
-    /// with `new_blocks` written and `removed` released, and notes the new
-    /// positions. Walks the new nodes from the root (every ancestor of a
-    /// new node is new): each child of a new node is put at its position
-    /// if new, else moved there if it was elsewhere. (An import passes
-    /// every block of its CAR as new, and gets each reachable node's
-    /// position.)
+    /// The row operations of a commit from the tree rooted at `base`
+    /// (`None`: none kept) to the one rooted at `root`, with `new_blocks`
+    /// written and `removed` released; notes the new positions and forgets
+    /// the released nodes. Walks the new nodes from the root (every
+    /// ancestor of a new node is new): each child of a new node is put at
+    /// its position if new, else moved there if it was elsewhere. (An
+    /// import passes every block of its CAR as new, and gets each reachable
+    /// node's position.)
     pub(crate) fn commit_ops(
         &mut self,
-        acct: u64,
         base: Option<Cid>,
         root: Cid,
         new_blocks: &[(Cid, Vec<u8>)],
@@ -231,7 +190,7 @@ impl NodePositions {
         // noted for its CID (the empty tree's root is one node shared by
         // every new account).
         if let Some(base) = base {
-            self.note(acct, base, ROOT_POS);
+            self.note(base, ROOT_POS);
         }
         let index: Option<CidMap<usize>> = (new_blocks.len() > 16).then(|| {
             new_blocks
@@ -250,6 +209,8 @@ impl NodePositions {
             put: vec![ROOT_POS; new_blocks.len()],
             ..BlockOps::default()
         };
+        // Every node of the new tree the walk reaches.
+        let mut reached = Vec::new();
         let mut stack = vec![(root, ROOT_POS)];
         while let Some((cid, pos)) = stack.pop() {
             match find(&cid) {
@@ -260,64 +221,25 @@ impl NodePositions {
                     }
                 }
                 None => {
-                    let was = self.get(acct, &cid);
+                    let was = self.get(&cid);
                     if was != Some(pos) {
                         ops.moved.push((cid, was, pos));
                     }
                 }
             }
-            self.map.insert((acct, cid), pos);
-            ops.learned.push((cid, pos));
+            self.map.insert(cid, pos);
+            reached.push(cid);
         }
-        // Released nodes stay noted: if the commit never lands (a caller's
-        // plan the writer rejects), the tree it was planned on still holds
-        // them where they were.
+        // A released node goes from the map too, unless the commit also
+        // reached it (a node that left and came back in one commit):
+        // otherwise the map would fill with every node ever released.
         for cid in removed {
-            ops.released.push((*cid, self.get(acct, cid)));
+            ops.released.push((*cid, self.get(cid)));
+            if !reached.contains(cid) {
+                self.map.remove(cid);
+            }
         }
         ops
-    }
-
-    /// Corrects where a commit planned elsewhere (from another, possibly
-    /// staler, [`NodePositions`]) expects the rows it releases and moves
-    /// to be, with what these positions know. Call before
-    /// [`apply`](Self::apply).
-    pub(crate) fn correct(&self, acct: u64, ops: &mut BlockOps) {
-        for (cid, at) in &mut ops.released {
-            if let Some(p) = self.get(acct, cid) {
-                *at = Some(p);
-            }
-        }
-        for (cid, from, _) in &mut ops.moved {
-            if let Some(p) = self.get(acct, cid) {
-                *from = Some(p);
-            }
-        }
-    }
-
-    /// Notes what a commit to account `acct` planned elsewhere did.
-    pub(crate) fn apply(&mut self, acct: u64, ops: &BlockOps) {
-        self.map
-            .extend(ops.learned.iter().map(|&(cid, pos)| ((acct, cid), pos)));
-        #[cfg(test)]
-        {
-            self.peak = self.peak.max(self.map.len());
-        }
-    }
-
-    /// Forgets the nodes a commit to account `acct` released, once it is
-    /// written (the writer's transaction; a failed batch clears every
-    /// position anyway). Planners keep them (see `commit_ops`), the writer
-    /// need not: without this its map filled with every node ever
-    /// released, a few per commit, and its lookups spread over megabytes
-    /// of mostly dead entries. A released CID the commit also learned (a
-    /// node that left and came back in one commit) stays.
-    pub(crate) fn land(&mut self, acct: u64, ops: &BlockOps) {
-        for (cid, _) in &ops.released {
-            if !ops.learned.iter().any(|(c, _)| c == cid) {
-                self.map.remove(&(acct, *cid));
-            }
-        }
     }
 }
 
@@ -372,10 +294,7 @@ mod tests {
         // come and go beside unchanged subtrees, and nodes move.
         let mut blocks = MemoryBlockStore::new();
         let mut rows: HashMap<Cid, i64> = HashMap::new();
-        let mut positions = NodePositions::new(usize::MAX, Arc::default());
-        // Another owner (the writer, for a caller's plan) kept up by the
-        // ops alone.
-        let mut mirror = NodePositions::new(usize::MAX, Arc::default());
+        let mut positions = NodePositions::new(usize::MAX);
         let mut root = {
             let mut t = Mst::empty(MemoryBlockStore::new());
             let c = t.commit().unwrap();
@@ -412,7 +331,7 @@ mod tests {
             }
             let c = t.commit().unwrap();
             drop(t);
-            let ops = positions.commit_ops(7, Some(root), c.root, &c.new_blocks, &c.removed);
+            let ops = positions.commit_ops(Some(root), c.root, &c.new_blocks, &c.removed);
             for (cid, at) in &ops.released {
                 assert_eq!(rows.remove(cid), *at, "released row where noted");
             }
@@ -424,17 +343,23 @@ mod tests {
                 assert!(rows.insert(*cid, *pos).is_none(), "new row already there");
                 blocks.put(*cid, bytes.clone());
             }
-            mirror.apply(7, &ops);
-            // The mirror is the writer: the commit lands.
-            mirror.land(7, &ops);
             root = c.root;
             assert_eq!(rows, expected(&blocks, root), "rows after commit {step}");
             if step > 0 {
                 for (cid, pos) in &rows {
-                    assert_eq!(mirror.get(7, cid), Some(*pos), "mirror after commit {step}");
+                    assert_eq!(
+                        positions.get(cid),
+                        Some(*pos),
+                        "positions after commit {step}"
+                    );
                 }
-                // Landed commits leave nothing but the live rows noted.
-                assert_eq!(mirror.map.len(), rows.len(), "mirror size after {step}");
+                // Released nodes are forgotten: nothing but the live rows
+                // stays noted.
+                assert_eq!(
+                    positions.map.len(),
+                    rows.len(),
+                    "positions size after {step}"
+                );
             }
         }
         assert!(

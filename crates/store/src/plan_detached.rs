@@ -7,10 +7,9 @@
 //! computation, so it is what `--bench instructions` counts
 //! (`instructions.store/plan_commit/10k`) and what the plan unit tests
 //! check end to end (the CAR verifies under the account's key). It runs the
-//! same [`crate::plan::plan_commit`] the writer and the caller-side
-//! planners run, with [`Current::Mst`] (the MST's own leaves as the current
-//! CIDs, as a caller's plan uses) and a cold node cache, so every node on
-//! the written key's path is decoded from the in-memory blocks.
+//! same [`crate::plan::plan_commit`] every commit runs, on a lane with a
+//! cold node cache, so every node on the written key's path is decoded
+//! from the in-memory blocks.
 //!
 //! Determinism, for counting: the base commit's rev is far in the future
 //! (year 2096), so the next rev is that rev plus one microsecond whatever
@@ -18,21 +17,19 @@
 //! depend only on the inputs. The node-position map hashes with
 //! [`repo::cid::CidBuildHasher`], which is not randomly seeded.
 
-use std::cell::RefCell;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
 use repo::Cid;
 use repo::commit::UnsignedCommit;
 use repo::crypto::Keypair;
-use repo::mst::{MemoryBlockStore, Mst, NodeCache};
+use repo::mst::{MemoryBlockStore, Mst};
 use repo::syntax::{Tid, TidGenerator, validate_did, validate_nsid, validate_record_key};
 
 use crate::WriteAction;
 use crate::error::Result;
-use crate::node_pos::NodePositions;
-use crate::plan::{Current, plan_commit};
-use crate::writer::{Prepared, Root};
+use crate::lane::{Head, Lane};
+use crate::plan::plan_commit;
+use crate::prepare::Prepared;
 
 /// The base commit's rev timestamp: 2096-10-02, far past any clock this
 /// runs under, so the planned rev never reads the clock's value.
@@ -41,9 +38,9 @@ const FUTURE_REV_MICROS: u64 = 4_000_000_000_000_000;
 /// An account's repository held in memory: its blocks, its root, its key.
 pub struct DetachedRepo {
     did: String,
-    key: Keypair,
+    key: Arc<Keypair>,
     blocks: MemoryBlockStore,
-    root: Root,
+    head: Head,
 }
 
 /// What [`DetachedRepo::plan_create`] computed.
@@ -85,20 +82,19 @@ impl DetachedRepo {
         blocks.put(commit, commit_bytes);
         Ok(DetachedRepo {
             did: did.to_owned(),
-            key,
+            key: Arc::new(key),
             blocks,
-            root: Root {
+            head: Head {
                 commit,
                 rev: rev.to_string(),
                 data: built.root,
-                key: None,
             },
         })
     }
 
     /// The base MST root.
     pub fn data(&self) -> Cid {
-        self.root.data
+        self.head.data
     }
 
     /// Plans a commit that creates `collection/rkey` holding `record` (its
@@ -122,21 +118,16 @@ impl DetachedRepo {
             blobs: Vec::new(),
             swap_record: None,
         };
-        let positions = RefCell::new(NodePositions::new(1 << 16, Arc::new(AtomicU64::new(0))));
+        // A lane with no cached nodes: the whole path is decoded.
+        let mut lane = Lane::new(&self.did, self.head.clone(), self.key.clone(), 0, 1 << 16);
         let tids = TidGenerator::new(0);
-        let (plan, _cache) = plan_commit(
+        let plan = plan_commit(
+            &mut lane,
             &self.blocks,
-            &positions,
-            Current::Mst,
-            NodeCache::new(0),
             &tids,
-            &self.did,
-            &self.root,
-            &self.key,
             std::slice::from_ref(&write),
             None,
-        );
-        let plan = plan?;
+        )?;
         Ok(PlannedCommit {
             commit: plan.commit.0,
             rev: plan.rev,

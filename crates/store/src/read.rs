@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::Result;
 use crate::render::render_record;
-use crate::writer::cid_from_sql;
+use crate::rows::cid_from_sql;
 use crate::{ListOptions, RecordView, RepoRoot, Store};
 
 const SQL_CURRENT_CID: &str =
@@ -43,6 +43,21 @@ impl Store {
         let cid = self.current_cid_from_index(did, collection, rkey)?;
         self.cids.insert(miss, did, collection, rkey, cid);
         Ok(cid)
+    }
+
+    /// `current_cid` straight from the SQLite index, its inputs checked
+    /// (`bench_internals`).
+    #[cfg(feature = "bench-internals")]
+    pub(crate) fn current_cid_uncached(
+        &self,
+        did: &str,
+        collection: &str,
+        rkey: &str,
+    ) -> Result<Option<Cid>> {
+        validate_did(did)?;
+        validate_nsid(collection)?;
+        validate_record_key(rkey)?;
+        self.current_cid_from_index(did, collection, rkey)
     }
 
     /// `current_cid` straight from the SQLite index (inputs validated).

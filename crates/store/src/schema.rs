@@ -10,7 +10,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use crate::error::Result;
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// Connection PRAGMAs shared by the writer and the readers, in order.
 /// `synchronous` is set separately ([`pragmas`]).
@@ -28,9 +28,9 @@ pub const PRAGMAS: &[(&str, &str)] = &[
 /// PRAGMAs the writer's connection sets after [`PRAGMAS`], overriding them.
 /// A smaller page cache: at every COMMIT SQLite truncates the connection's
 /// page cache (`pager_end_transaction` -> `pcache1TruncateUnsafe`), which
-/// walks a hash table sized by the pages cached, so with 64 MiB it grew
-/// with the database (callgrind on a create+delete against a 30k-record
-/// repo: the smaller cache ran fewer instructions in all). Misses
+/// walks a hash table sized by the pages cached, so with a large cache it
+/// grew with the database (callgrind on `examples/profile.rs tier`: the
+/// smaller cache ran fewer instructions in all). Misses
 /// are served from the memory map; MST nodes are cached above SQLite.
 pub const WRITER_PRAGMAS: &[(&str, &str)] = &[("cache_size", "-8192")];
 
@@ -47,8 +47,8 @@ fn apply_pragmas(conn: &mut Connection, durable: bool, writer: bool) -> Result<(
     // it, every statement on `repo_blocks` (which has a partial index) is
     // marked "re-prepare on bind" while SQLite checks whether the bound
     // WHERE terms imply the index's `repo_rev IS NULL`, so each cached
-    // statement was compiled again on every execution (callgrind: half of
-    // getRecord's instructions in `sqlite3Reprepare`).
+    // statement was compiled again on every execution (callgrind on
+    // `store.get_record/ours/callers-1`: `sqlite3Reprepare`).
     conn.set_db_config(
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
         true,
@@ -229,14 +229,14 @@ CREATE TABLE rev_backfill (
 /// Version 4: record blocks move from `repo_blocks` into their `records`
 /// row (`bytes`), so getRecord and listRecords read a record's index entry
 /// and its bytes from one row: a listRecords page is one range scan
-/// instead of a scan plus one `repo_blocks` seek per record (about half of
-/// a page's instructions before), and a commit writes one b-tree entry per
-/// record instead of two. `repo_blocks` keeps the commit and the MST
+/// instead of a scan plus one `repo_blocks` seek per record
+/// (`store.list_records/full/limit-50`), and a commit writes one b-tree
+/// entry per record instead of two. `repo_blocks` keeps the commit and the MST
 /// nodes. Two records of an account can hold the same bytes (same CID);
 /// `cid_dup` is 0 on the first of them in `(collection, rkey)` order and 1
 /// on the others, so getRepo emits each block once by skipping
 /// `cid_dup = 1` rows (the writer keeps the flag canonical, see
-/// `writer.rs`).
+/// `rows.rs`).
 const V4: &str = r#"
 ALTER TABLE records ADD COLUMN bytes BLOB;
 ALTER TABLE records ADD COLUMN cid_dup INTEGER NOT NULL DEFAULT 0;
@@ -300,8 +300,32 @@ ALTER TABLE repo_blocks_v6 RENAME TO repo_blocks;
 CREATE INDEX repo_blocks_norev ON repo_blocks (did, repo_rev) WHERE repo_rev IS NULL;
 "#;
 
+/// Version 7: `blobs` becomes a rowid table with a unique `(did, cid)`
+/// index. As a `WITHOUT ROWID` table its b-tree was keyed by the whole
+/// row, bytes included, and SQLite compares a key whose record spills to
+/// overflow pages by reading the whole record first: every cell a lookup
+/// passed on its way to a small blob cost a read of that cell's blob, so
+/// after a few large blobs a 4 KiB read cost more than a 1 MiB one
+/// (`store.blob_get/ours/4KiB`; `examples/profile.rs blob_get_4096` with
+/// `PROFILE_BIG_PUTS`). Now a lookup compares only the index's short keys
+/// and then seeks the row by rowid.
+const V7: &str = r#"
+CREATE TABLE blobs_v7 (
+    did  TEXT NOT NULL,
+    cid  BLOB NOT NULL,
+    mime TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    bytes BLOB NOT NULL
+);
+INSERT INTO blobs_v7 (did, cid, mime, size, bytes)
+    SELECT did, cid, mime, size, bytes FROM blobs;
+DROP TABLE blobs;
+ALTER TABLE blobs_v7 RENAME TO blobs;
+CREATE UNIQUE INDEX blobs_key ON blobs (did, cid);
+"#;
+
 /// Migrations, index = version - 1.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 /// The v6 step after its SQL: every account's MST nodes, all at position
 /// 0, moved to their positions (a walk from each root). Blocks no tree
@@ -318,7 +342,7 @@ fn place_nodes(conn: &Connection) -> Result<()> {
     let mut mv =
         conn.prepare("UPDATE repo_blocks SET pos = ?3 WHERE did = ?1 AND pos = 0 AND cid = ?2")?;
     for (did, root) in roots {
-        let root = crate::writer::cid_from_sql(&root)?;
+        let root = crate::rows::cid_from_sql(&root)?;
         let mut placed = Vec::new();
         // Rows are not re-hashed here, so a damaged store could link nodes
         // in a cycle: each node is placed once.

@@ -11,10 +11,11 @@ use repo::syntax::validate_did;
 use rusqlite::{OptionalExtension, params};
 
 use crate::error::{Result, StoreError};
+use crate::events::frame_header;
 use crate::node_pos::{NodePositions, SharedPositions};
-use crate::node_rows::SqlBlocks;
+use crate::node_rows::PositionedBlocks;
 use crate::read::root_of;
-use crate::writer::{cid_from_sql, frame_header};
+use crate::rows::cid_from_sql;
 use crate::{CommitInfo, Event, ExportInfo, Store, import};
 
 impl Store {
@@ -121,6 +122,11 @@ impl Store {
         key: Option<&PublicKey>,
     ) -> Result<CommitInfo> {
         let verified = import::verify_car(input, key)?;
+        // The account's lane is held while its repository is replaced, and
+        // emptied: the next commit loads the imported root.
+        let slot = self.lanes.slot(&verified.did);
+        let mut held = crate::lane::hold(&slot);
+        *held = None;
         self.submit(move |w| w.import(&verified))
     }
 
@@ -146,19 +152,16 @@ impl Store {
                     "commit block disagrees with repo_root".into(),
                 ));
             }
-            // Fresh positions: every node must be found where its parent
-            // places it (a scan means a row is out of place).
-            let misplaced = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-            let positions = SharedPositions::new(NodePositions::new(usize::MAX, misplaced.clone()));
-            let mut mst = Mst::load(SqlBlocks::new(&r, did, root.data, &positions), root.data);
+            // Fresh positions: every node is read where its parent places
+            // it, so a row out of place is a missing node.
+            let positions = SharedPositions::new(NodePositions::new(usize::MAX));
+            let conn: &rusqlite::Connection = &r;
+            let mut mst = Mst::load(
+                PositionedBlocks::new(conn, did, root.data, &positions),
+                root.data,
+            );
             mst.check_structure()?;
             let entries = mst.entries()?;
-            let misplaced = misplaced.load(std::sync::atomic::Ordering::Relaxed);
-            if misplaced > 0 {
-                return Err(StoreError::Corrupt(format!(
-                    "{did}: {misplaced} MST node rows are not at their positions"
-                )));
-            }
             let mut st = r.prepare(
                 "SELECT collection || '/' || rkey, cid FROM records WHERE did = ?1 ORDER BY collection, rkey",
             )?;

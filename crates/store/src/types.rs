@@ -5,7 +5,9 @@ use repo::Cid;
 /// Store options.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// `synchronous = FULL` (fsync on every commit) instead of NORMAL.
+    /// `synchronous = FULL` (an fsync at every commit: durable against
+    /// power loss) instead of NORMAL (durable against process crashes; a
+    /// power loss can take back the commits since the last checkpoint).
     pub durable: bool,
     /// Largest record (DAG-CBOR bytes).
     pub max_record_bytes: usize,
@@ -13,15 +15,17 @@ pub struct Config {
     pub max_blob_bytes: usize,
     /// Writes per applyWrites call.
     pub max_writes: usize,
-    /// Jobs per group-commit transaction.
+    /// Jobs per group-commit transaction. More spreads one COMMIT (and
+    /// its fsync) over more callers; each caller waits for the whole batch.
     pub max_batch: usize,
-    /// Reader connections kept in the pool.
+    /// Reader connections kept in the pool (more are opened when needed,
+    /// and closed when the pool is full).
     pub readers: usize,
     /// WAL length (frames of one page) past which the background
     /// checkpointer catches up and has the writer rewind the WAL (see
-    /// `batch.rs`). Each rewind costs the writer a short checkpoint with
-    /// two fsyncs between two batches; a longer WAL means fewer of them and
-    /// a larger file.
+    /// `checkpoint.rs`). Each rewind costs the writer a short checkpoint
+    /// with two fsyncs between two batches; a longer WAL means fewer of
+    /// them and a larger file.
     pub wal_restart_frames: i64,
     /// How often the background checkpointer copies the WAL back into the
     /// database file (a PASSIVE checkpoint: it never blocks the writer or
@@ -29,38 +33,15 @@ pub struct Config {
     /// WAL, a write of every distinct page into the database file and, at
     /// `synchronous = NORMAL`, an fsync of each file; a page rewritten by
     /// many commits between two passes (a b-tree's upper pages, a table's
-    /// last leaf, `repo_root`) is copied once per pass. With NORMAL the
-    /// WAL is synced at each pass, so the commits of about one interval
-    /// are what a power loss (not a process crash) can take back; with
-    /// [`durable`](Self::durable) every commit is synced anyway.
-    ///
-    /// Chosen with alternating runs of `examples/profile.rs` (nosync
-    /// createRecord) and `store.apply_commit/ours.nosync/callers-{1,10}`:
-    /// 200 ms with a 16384-frame restart was at least as fast as 20 ms with
-    /// 8192 frames at both 1 and 10 callers, and the checkpointer took a
-    /// smaller share of the CPU (perf, 10 callers). Values under 1 ms count
-    /// as 1 ms.
+    /// last leaf, `repo_root`) is copied once per pass, so a longer
+    /// interval copies less per commit. With NORMAL the WAL is synced at
+    /// each pass, so the commits of about one interval are what a power
+    /// loss (not a process crash) can take back; with
+    /// [`durable`](Self::durable) every commit is synced anyway. The
+    /// default was chosen with alternating runs of
+    /// `store.apply_commit/ours.nosync/callers-{1,10}`. Values under 1 ms
+    /// count as 1 ms.
     pub checkpoint_interval: std::time::Duration,
-    /// Whether a caller whose commit has others in flight computes its
-    /// commit (lazy MST update, proof, signature) on its own thread before
-    /// queueing it, in parallel with the writer thread, which then only
-    /// checks that the repository is still at the plan's base commit and
-    /// writes the rows (`caller_plan.rs`). On by default. A lone caller
-    /// never plans ahead (it commits on its own thread anyway).
-    ///
-    /// Faster than every commit planned by the writer on
-    /// `examples/profile.rs apply_callers_10` (nosync createRecord, 10
-    /// callers on their own accounts, alternating runs). An earlier
-    /// version planned on a reader snapshot (root and record index read
-    /// through SQL, nodes read back from `repo_blocks`) with every caller
-    /// planning at once, and was slower than the writer alone; plans now
-    /// start from the root and decoded nodes the account's last commit
-    /// left in memory, and at most [`planners`](Self::planners) run at once.
-    pub caller_plans: bool,
-    /// How many callers may plan commits at the same time (0: one per
-    /// core). More only take CPU from the writer thread, which holds the
-    /// only write lock.
-    pub planners: usize,
 }
 
 impl Default for Config {
@@ -74,19 +55,8 @@ impl Default for Config {
             readers: 128,
             wal_restart_frames: 16384,
             checkpoint_interval: std::time::Duration::from_millis(200),
-            caller_plans: true,
-            planners: 0,
         }
     }
-}
-
-/// Caller-side plan counts ([`crate::Store::caller_plan_stats`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct CallerPlanStats {
-    /// Commits a caller planned before queueing them.
-    pub planned: u64,
-    /// Of those, the plans the writer took as they were.
-    pub taken: u64,
 }
 
 /// What a write does to a record.

@@ -1,33 +1,18 @@
-//! Concurrent writers, with caller-side plans off and on: swapCommit races
-//! never lose an update, and commits group across accounts.
+//! Concurrent writers: swapCommit races never lose an update, commits
+//! group across accounts, and many callers, on their own accounts or
+//! racing on one, leave every repository sound.
 
 mod common;
 
 use std::sync::Arc;
 
 use common::*;
-use store::{Config, Store, StoreError};
-
-/// The store with caller-side plans off and on (the default).
-fn both_plan_modes(dir: &std::path::Path) -> [Store; 2] {
-    [false, true].map(|caller_plans| {
-        let config = Config {
-            caller_plans,
-            ..Config::default()
-        };
-        Store::open(dir.join(format!("plans-{caller_plans}.sqlite")), config).unwrap()
-    })
-}
+use store::{Store, StoreError};
 
 #[test]
 fn concurrent_swap_commit_never_loses_an_update() {
     let dir = tempfile::tempdir().unwrap();
-    for store in both_plan_modes(dir.path()) {
-        swap_commit_race(Arc::new(store));
-    }
-}
-
-fn swap_commit_race(store: Arc<Store>) {
+    let store = Arc::new(open(dir.path()));
     let did = accounts(&store, 1).remove(0);
     let (threads, per) = (4, 8);
     let handles: Vec<_> = (0..threads)
@@ -61,14 +46,6 @@ fn swap_commit_race(store: Arc<Store>) {
         h.join().unwrap();
     }
     assert_eq!(store.check_repo(&did).unwrap(), (threads * per) as usize);
-    // Node rows were found where their parents place them (observed: none
-    // missed; a caller's plan state staler than the writer's own knowledge
-    // could cost a rare scan, hence the bound).
-    assert!(
-        store.node_position_scans() <= 2,
-        "{}",
-        store.node_position_scans()
-    );
     let (events, commits) = verify_all_events(&store);
     assert_eq!(
         (events, commits),
@@ -79,16 +56,14 @@ fn swap_commit_race(store: Arc<Store>) {
 #[test]
 fn group_commit_across_accounts() {
     let dir = tempfile::tempdir().unwrap();
-    for store in both_plan_modes(dir.path()) {
-        group_commit(&store);
-    }
+    let store = open(dir.path());
+    group_commit(&store);
 }
 
 #[test]
-fn caller_plans_are_taken_and_commits_stay_sound() {
+fn concurrent_commits_stay_sound() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("plans.sqlite"), Config::default()).unwrap();
-    assert_eq!(store.caller_plan_stats(), Default::default());
+    let store = open(dir.path());
     let dids = accounts(&store, 10);
     std::thread::scope(|s| {
         for (i, did) in dids.iter().enumerate() {
@@ -102,20 +77,15 @@ fn caller_plans_are_taken_and_commits_stay_sound() {
             });
         }
     });
-    let stats = store.caller_plan_stats();
-    // Ten callers: nearly every commit has others in flight, and after an
-    // account's first commit its plans start from memory and are taken.
-    assert!(stats.planned > 0 && stats.taken > 0, "{stats:?}");
-    assert!(stats.taken <= stats.planned);
     for did in &dids {
         assert_eq!(store.check_repo(did).unwrap(), 40);
     }
     let (events, commits) = verify_all_events(&store);
     assert_eq!((events, commits), (3 * 10 + 400, 400));
 
-    // Callers racing on one account (no swapCommit): plans made from the
-    // same root go stale as soon as one of them commits; the writer
-    // computes those commits itself and every write lands.
+    // Callers racing on one account (no swapCommit): they take turns on
+    // the account's lane, each planning on the last one's commit, and
+    // every write lands.
     let did = datagen::store::did(50);
     store.create_account(&did, &keypair(50)).unwrap();
     std::thread::scope(|s| {
@@ -132,14 +102,6 @@ fn caller_plans_are_taken_and_commits_stay_sound() {
         }
     });
     assert_eq!(store.check_repo(&did).unwrap(), 80);
-    // Node rows were found where their parents place them (observed: none
-    // missed; a caller's plan state staler than the writer's own knowledge
-    // could cost a rare scan, hence the bound).
-    assert!(
-        store.node_position_scans() <= 2,
-        "{}",
-        store.node_position_scans()
-    );
     let (events, commits) = verify_all_events(&store);
     assert_eq!((events, commits), (3 * 11 + 480, 480));
 }
