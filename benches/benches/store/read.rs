@@ -74,7 +74,7 @@ pub fn run(target: &mut BenchTarget, fx: &Fixtures) {
     // writer-coherent cache (the cached rows above serve repeated keys).
     for (coll, rkey, cid) in sampled.iter().take(64) {
         assert_eq!(
-            bench_internals::current_cid_uncached(&store, &acc10k.did, coll, rkey).expect("lookup"),
+            bench_internals::current_cid_uncached(store, &acc10k.did, coll, rkey).expect("lookup"),
             Some(*cid)
         );
     }
