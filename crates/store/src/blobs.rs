@@ -49,11 +49,24 @@ impl Store {
             if exists.is_none() {
                 return Err(StoreError::UnknownAccount(did));
             }
+            // A blob's row is addressed by its CID, so a row already there
+            // holds these bytes: only the MIME type is taken from the new
+            // put. `INSERT OR REPLACE` would delete the row and its
+            // overflow pages and write them again, with a new rowid and
+            // index entry (`store.blob_put/ours/4KiB` puts the same bytes
+            // again and again).
             w.conn
                 .prepare_cached(
-                    "INSERT OR REPLACE INTO blobs (did, cid, mime, size, bytes) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    "INSERT INTO blobs (did, cid, mime, size, bytes) VALUES (?1, ?2, ?3, ?4, ?5) \
+                     ON CONFLICT (did, cid) DO UPDATE SET mime = excluded.mime",
                 )?
-                .execute(params![did, &cid.to_bytes()[..], mime, bytes.len() as i64, bytes])?;
+                .execute(params![
+                    did,
+                    &cid.to_bytes()[..],
+                    mime,
+                    bytes.len() as i64,
+                    bytes
+                ])?;
             Ok(cid)
         })
     }

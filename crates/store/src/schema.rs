@@ -324,6 +324,71 @@ ALTER TABLE blobs_v7 RENAME TO blobs;
 CREATE UNIQUE INDEX blobs_key ON blobs (did, cid);
 "#;
 
+/// A fresh store's whole schema at [`SCHEMA_VERSION`] in one script: the
+/// objects V1..V7 leave behind, each `CREATE` as SQLite keeps it after
+/// them (`sqlite_master.sql`, quotes of renamed tables included; a test
+/// checks the two roads end at the same schema). A fresh store skips the
+/// table rebuilds of V6 and V7 (`store.startup/ours/fresh`); a store at an
+/// older version still takes the steps.
+const BASELINE: &str = r#"
+CREATE TABLE repo_root (
+    did         TEXT PRIMARY KEY,
+    commit_cid  BLOB NOT NULL,
+    rev         TEXT NOT NULL,
+    data_cid    BLOB NOT NULL,
+    signing_key BLOB
+, handle TEXT, active INTEGER NOT NULL DEFAULT 1, status TEXT, commit_bytes BLOB) WITHOUT ROWID;
+CREATE TABLE records (
+    did        TEXT NOT NULL,
+    collection TEXT NOT NULL,
+    rkey       TEXT NOT NULL,
+    cid        BLOB NOT NULL,
+    repo_rev   TEXT NOT NULL, bytes BLOB, cid_dup INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (did, collection, rkey)
+) WITHOUT ROWID;
+CREATE INDEX records_cid ON records (did, cid);
+CREATE TABLE seq_events (
+    seq     INTEGER PRIMARY KEY,
+    did     TEXT NOT NULL,
+    kind    TEXT NOT NULL,
+    payload BLOB NOT NULL
+);
+CREATE TABLE record_blobs (
+    did    TEXT NOT NULL,
+    blob   BLOB NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (did, blob, record)
+) WITHOUT ROWID;
+CREATE INDEX record_blobs_record ON record_blobs (did, record);
+CREATE TABLE rev_backfill (
+    did TEXT PRIMARY KEY,
+    rev TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE "commits" (
+    seq INTEGER PRIMARY KEY,
+    did TEXT NOT NULL,
+    rev TEXT NOT NULL,
+    cid BLOB NOT NULL
+);
+CREATE TABLE "repo_blocks" (
+    did      TEXT NOT NULL,
+    pos      INTEGER NOT NULL,
+    cid      BLOB NOT NULL,
+    repo_rev TEXT,
+    bytes    BLOB NOT NULL,
+    PRIMARY KEY (did, pos, cid)
+) WITHOUT ROWID;
+CREATE INDEX repo_blocks_norev ON repo_blocks (did, repo_rev) WHERE repo_rev IS NULL;
+CREATE TABLE "blobs" (
+    did  TEXT NOT NULL,
+    cid  BLOB NOT NULL,
+    mime TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    bytes BLOB NOT NULL
+);
+CREATE UNIQUE INDEX blobs_key ON blobs (did, cid);
+"#;
+
 /// Migrations, index = version - 1.
 const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
@@ -396,7 +461,10 @@ impl StartupReport {
     }
 }
 
-/// Runs pending migrations, each in its own transaction.
+/// Runs the pending migrations, all of them in one transaction: a store
+/// moves from its version to [`SCHEMA_VERSION`] whole or not at all, and
+/// pays one commit (one WAL sync) rather than one per migration. A fresh
+/// store runs [`BASELINE`] instead of the steps.
 pub(crate) fn migrate(conn: &Connection) -> Result<i64> {
     let from: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     if from > SCHEMA_VERSION {
@@ -404,21 +472,34 @@ pub(crate) fn migrate(conn: &Connection) -> Result<i64> {
             "schema version {from} is newer than this build ({SCHEMA_VERSION})"
         )));
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(from.max(0) as usize) {
-        let to = i as i64 + 1;
-        let step = || -> Result<()> {
-            conn.execute_batch(&format!("BEGIN IMMEDIATE; {sql};"))?;
-            if to == 6 {
-                place_nodes(conn)?;
-            }
-            conn.execute_batch(&format!("PRAGMA user_version = {to}; COMMIT;"))?;
-            Ok(())
-        };
-        step().inspect_err(|_| {
-            let _ = conn.execute_batch("ROLLBACK");
-        })?;
+    if from == SCHEMA_VERSION {
+        return Ok(from);
     }
+    let steps = || -> Result<()> {
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+        if from <= 0 {
+            conn.execute_batch(BASELINE)?;
+        } else {
+            migrate_steps(conn, from)?;
+        }
+        conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"))?;
+        Ok(())
+    };
+    steps().inspect_err(|_| {
+        let _ = conn.execute_batch("ROLLBACK");
+    })?;
     Ok(from)
+}
+
+/// The migrations after version `from`, in the caller's transaction.
+fn migrate_steps(conn: &Connection, from: i64) -> Result<()> {
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(from.max(0) as usize) {
+        conn.execute_batch(sql)?;
+        if i + 1 == 6 {
+            place_nodes(conn)?;
+        }
+    }
+    Ok(())
 }
 
 /// The next sequence number: one past the largest of the per-table maxima
@@ -519,4 +600,39 @@ pub(crate) fn startup<T>(
     report.backfilled = backfill_revs(&conn)?;
     report.backfill = t.elapsed();
     Ok((conn, report, admitted))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BASELINE, migrate, migrate_steps};
+    use rusqlite::Connection;
+
+    fn objects(conn: &Connection) -> Vec<(String, String, String, Option<String>)> {
+        let mut st = conn
+            .prepare("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name")
+            .unwrap();
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    /// The baseline and the seven steps end at the same schema, object for
+    /// object and text for text, and a fresh store gets the baseline.
+    #[test]
+    fn baseline_equals_the_migrations_from_empty() {
+        let stepped = Connection::open_in_memory().unwrap();
+        migrate_steps(&stepped, 0).unwrap();
+        let based = Connection::open_in_memory().unwrap();
+        based.execute_batch(BASELINE).unwrap();
+        assert_eq!(objects(&stepped), objects(&based));
+        assert!(objects(&based).len() >= 10);
+        let fresh = Connection::open_in_memory().unwrap();
+        assert_eq!(migrate(&fresh).unwrap(), 0);
+        assert_eq!(objects(&fresh), objects(&stepped));
+        let version: i64 = fresh
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, super::SCHEMA_VERSION);
+    }
 }
