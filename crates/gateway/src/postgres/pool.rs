@@ -44,7 +44,6 @@ pub(crate) struct Prepared {
 }
 
 /// A result column of a type the gateway does not map.
-#[derive(Clone)]
 pub(crate) struct Unmapped {
     pub column: String,
     pub type_name: String,
