@@ -91,7 +91,7 @@ fn wait_briefly(attempt: i32) -> bool {
 
 /// Opens the writer connection (creating the file) with the store PRAGMAs.
 /// Its WAL writes go through [`crate::vfs`] (one write per commit).
-#[cfg(feature = "bench-internals")]
+#[cfg(any(test, feature = "bench-internals"))]
 pub(crate) fn open_writer(path: &std::path::Path, durable: bool) -> Result<Connection> {
     let mut conn = open_writer_unconfigured(path)?;
     configure_writer(&mut conn, durable)?;
@@ -475,20 +475,32 @@ pub(crate) fn migrate(conn: &Connection) -> Result<i64> {
     if from == SCHEMA_VERSION {
         return Ok(from);
     }
-    let steps = || -> Result<()> {
-        conn.execute_batch("BEGIN IMMEDIATE")?;
+    immediate(conn, || {
         if from <= 0 {
             conn.execute_batch(BASELINE)?;
         } else {
             migrate_steps(conn, from)?;
         }
-        conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"))?;
+        conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
         Ok(())
-    };
-    steps().inspect_err(|_| {
-        let _ = conn.execute_batch("ROLLBACK");
     })?;
     Ok(from)
+}
+
+/// Runs `f` in one `BEGIN IMMEDIATE` transaction: committed if it
+/// succeeds, rolled back if not.
+fn immediate<T>(conn: &Connection, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    match f() {
+        Ok(v) => {
+            conn.execute_batch("COMMIT")?;
+            Ok(v)
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
 }
 
 /// The migrations after version `from`, in the caller's transaction.
@@ -544,8 +556,7 @@ pub(crate) fn backfill_revs(conn: &Connection) -> Result<usize> {
     if dids.is_empty() {
         return Ok(0);
     }
-    conn.execute_batch("BEGIN IMMEDIATE")?;
-    let run = || -> Result<usize> {
+    immediate(conn, || {
         let mut n = 0;
         let mut rev_of = conn.prepare("SELECT rev FROM repo_root WHERE did = ?1")?;
         let mut count = conn.prepare(
@@ -562,17 +573,41 @@ pub(crate) fn backfill_revs(conn: &Connection) -> Result<usize> {
             }
         }
         Ok(n)
-    };
-    match run() {
-        Ok(n) => {
-            conn.execute_batch("COMMIT")?;
-            Ok(n)
-        }
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK");
-            Err(e)
-        }
-    }
+    })
+}
+
+/// Returns `did`'s MST node rows to how a build that predates revisions
+/// left them: `repo_rev` NULL and no `rev_backfill` row, so the next open
+/// backfills them ([`backfill_revs`]). Takes the writer lock (a store open
+/// on `path` makes it fail with `Locked`). Returns how many of the
+/// account's rows are unversioned.
+///
+/// Why this is SQL and lives here: unversioned blocks exist only in
+/// stores written before revisions were tracked. No writer of this crate
+/// and no migration produces them (every one since V1 carries the rev
+/// over), and no old writer is kept to write them. The startup bench's
+/// fixture (`store.startup/ours/history-10k`, built through the public
+/// API in `fixtures.rs`) needs a store whose open runs this backfill, and
+/// needs it again before each timed open; these two statements, next to
+/// the backfill they undo and tested with it, are what makes one.
+#[cfg(any(test, feature = "bench-internals"))]
+pub(crate) fn forget_revisions(path: &std::path::Path, did: &str) -> Result<usize> {
+    let _lock = crate::ownership::WriterLock::acquire(path)?;
+    let conn = open_writer(path, false)?;
+    immediate(&conn, || {
+        conn.execute(
+            "UPDATE repo_blocks SET repo_rev = NULL WHERE did = ?1 AND repo_rev IS NOT NULL",
+            [did],
+        )?;
+        conn.execute("DELETE FROM rev_backfill WHERE did = ?1", [did])?;
+        let n: i64 = conn.query_row(
+            "SELECT COUNT(*) FROM repo_blocks INDEXED BY repo_blocks_norev \
+             WHERE did = ?1 AND repo_rev IS NULL",
+            [did],
+            |r| r.get(0),
+        )?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    })
 }
 
 /// Opens (creating if needed) and brings the database up to date; returns
@@ -604,7 +639,9 @@ pub(crate) fn startup<T>(
 
 #[cfg(test)]
 mod tests {
-    use super::{BASELINE, migrate, migrate_steps};
+    use super::{BASELINE, forget_revisions, migrate, migrate_steps};
+    use crate::{Config, Store, StoreError};
+    use repo::crypto::{Algorithm, Keypair};
     use rusqlite::Connection;
 
     fn objects(conn: &Connection) -> Vec<(String, String, String, Option<String>)> {
@@ -634,5 +671,67 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(version, super::SCHEMA_VERSION);
+    }
+
+    /// Forgotten revisions are what an old build left: the next open
+    /// backfills exactly the account's node rows (one `rev_backfill` row,
+    /// its current rev), the open after it none, and forgetting again
+    /// brings the backfill back. Other accounts keep their revisions, the
+    /// repository still checks, and a store holding the file refuses it.
+    #[test]
+    fn forgotten_revisions_are_backfilled_by_the_next_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sqlite");
+        let (old, other) = ("did:plc:forgotten0000000000", "did:plc:versioned0000000000");
+        let rev = {
+            let store = Store::open(&path, Config::default()).unwrap();
+            for (i, did) in [old, other].into_iter().enumerate() {
+                let key = Keypair::from_bytes(Algorithm::K256, &[i as u8 + 7; 32]).unwrap();
+                store.create_account(did, &key).unwrap();
+                for n in 0..60 {
+                    let record = repo::cbor::to_vec(&repo::cbor::Value::Map(
+                        [(
+                            "text".to_owned(),
+                            repo::cbor::Value::Text(format!("{i}/{n}")),
+                        )]
+                        .into_iter()
+                        .collect(),
+                    ));
+                    store
+                        .create_record(did, "app.bsky.feed.post", None, record, None)
+                        .unwrap();
+                }
+            }
+            assert!(matches!(
+                forget_revisions(&path, old),
+                Err(StoreError::Locked { .. })
+            ));
+            store.repo_root(old).unwrap().unwrap().rev
+        };
+        let count = |sql: &str, did: &str| -> i64 {
+            let conn = Connection::open(&path).unwrap();
+            conn.query_row(sql, [did], |r| r.get(0)).unwrap()
+        };
+        let nodes = count("SELECT COUNT(*) FROM repo_blocks WHERE did = ?1", old);
+        assert!(nodes > 10, "{nodes} nodes");
+        for _ in 0..2 {
+            assert_eq!(forget_revisions(&path, old).unwrap() as i64, nodes);
+            let unversioned =
+                "SELECT COUNT(*) FROM repo_blocks WHERE did = ?1 AND repo_rev IS NULL";
+            assert_eq!(count(unversioned, other), 0);
+            let store = Store::open(&path, Config::default()).unwrap();
+            assert_eq!(store.startup_report().backfilled as i64, nodes);
+            let backfilled: String = Connection::open(&path)
+                .unwrap()
+                .query_row("SELECT rev FROM rev_backfill WHERE did = ?1", [old], |r| {
+                    r.get(0)
+                })
+                .unwrap();
+            assert_eq!(backfilled, rev);
+            assert_eq!(store.check_repo(old).unwrap(), 60);
+            drop(store);
+            let store = Store::open(&path, Config::default()).unwrap();
+            assert_eq!(store.startup_report().backfilled, 0);
+        }
     }
 }
