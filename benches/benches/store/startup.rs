@@ -1,13 +1,16 @@
 //! `store.startup`: `Store::open` of a fresh file, of an empty store and of
-//! a 10k-event history whose revision backfill (2,000 rows) runs on every
-//! open; the history fixture's startup report is checked once, untimed.
+//! a 10k-commit history whose revision backfill (one account's 2,000-odd
+//! MST node rows) runs on every open; the history fixture is written
+//! through the store's API (`bench_internals::build_history_fixture`, a
+//! hundredth of it under `--test`) and its startup report is checked once,
+//! untimed.
 
 use std::cell::Cell;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use benches::target::BenchTarget;
-use store::bench_internals;
+use store::bench_internals::{self, HistoryShape};
 use store::{Config, Store};
 
 /// Registers the startup group.
@@ -15,14 +18,30 @@ pub fn run(target: &mut BenchTarget, dir: &Path) {
     let empty = dir.join("startup-empty.sqlite");
     drop(Store::open(&empty, Config::default()).expect("open"));
     let history = dir.join("startup-history.sqlite");
+    let shape = if std::env::args().any(|a| a == "--test") {
+        HistoryShape::SMOKE
+    } else {
+        HistoryShape::HISTORY_10K
+    };
     let t = Instant::now();
-    bench_internals::build_history_fixture(&history, 10_000, 60_000, 4096, 10_000, 4096, 2_000)
-        .expect("history fixture");
-    eprintln!("store: history fixture built in {:.1?}", t.elapsed());
+    let fx = bench_internals::build_history_fixture(&history, &shape).expect("history fixture");
+    eprintln!(
+        "store: history fixture built in {:.1?}: {shape:?}; {:?}; {} #commit events, {} B of body on average; {} unversioned node rows",
+        t.elapsed(),
+        fx.stats,
+        fx.commit_events,
+        fx.commit_event_bytes / fx.commit_events.max(1),
+        fx.unversioned
+    );
+    assert!(fx.unversioned > 0, "the fixture has unversioned rows");
     {
         let s = Store::open(&history, Config::default()).expect("open");
         let r = s.startup_report();
-        assert_eq!((r.next_seq, r.backfilled), (10_001, 2_000), "{r:?}");
+        assert_eq!(
+            (r.next_seq, r.backfilled),
+            (fx.stats.last_seq + 1, fx.unversioned),
+            "{r:?}"
+        );
         eprintln!("store: startup history-10k report: {r:?}");
     }
     let mut g = target.group("store.startup");
@@ -64,12 +83,13 @@ pub fn run(target: &mut BenchTarget, dir: &Path) {
         b.iter_custom(|iters| {
             let mut timed = Duration::ZERO;
             for _ in 0..iters {
-                let reset = bench_internals::reset_unversioned(&history).expect("reset");
-                debug_assert_eq!(reset, 2_000);
+                let reset = bench_internals::reset_unversioned(&history, &fx.unversioned_did)
+                    .expect("reset");
+                debug_assert_eq!(reset, fx.unversioned);
                 let t = Instant::now();
                 let s = Store::open(&history, Config::default()).expect("open");
                 timed += t.elapsed();
-                debug_assert_eq!(s.startup_report().backfilled, 2_000);
+                debug_assert_eq!(s.startup_report().backfilled, fx.unversioned);
                 drop(s);
             }
             timed

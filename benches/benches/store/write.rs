@@ -13,10 +13,10 @@ use benches::config::Preset;
 use benches::registry::count_tier;
 use benches::target::BenchTarget;
 use criterion::{SamplingMode, Throughput};
-use repo::Cid;
 use repo::crypto::PublicKey;
 use repo::firehose::{Frame, verify_commit};
-use store::{Config, Store, bench_internals};
+use store::bench_internals::{self, DetachedRepo, IndexOnly};
+use store::{Config, Store};
 
 use crate::fixtures::{Fixtures, LIKE, POST, cbor};
 
@@ -117,7 +117,7 @@ pub fn run(target: &mut BenchTarget, fx: &Fixtures) {
         });
         assert_eq!(store.check_repo(&acc.did).expect("check"), *n);
     }
-    // Index-only: the same writer, no CBOR/MST/signing.
+    // Index-only: the same writer, no CBOR/MST/signing in the timed write.
     let idx = Arc::new(
         Store::open(
             fx.nosync.path().with_file_name("index-only.sqlite"),
@@ -125,15 +125,40 @@ pub fn run(target: &mut BenchTarget, fx: &Fixtures) {
         )
         .expect("open"),
     );
-    // The unit writes what it claims (checked once, outside the timing).
-    let probe = Cid::for_dag_cbor(b"index-only probe");
-    bench_internals::index_only_write(&idx, "did:plc:indexonlyprobe", LIKE, "3kaaaaaaaaaaa", probe)
-        .expect("index write");
-    assert_eq!(
-        idx.current_cid("did:plc:indexonlyprobe", LIKE, "3kaaaaaaaaaaa")
-            .expect("lookup"),
-        Some(probe)
+    // Each caller's writes, prepared once and outside the timing: a like
+    // per key, its createRecord planned and signed on an in-memory account
+    // (`DetachedRepo`), and that commit's `#commit` event.
+    let smoke = std::env::args().any(|a| a == "--test");
+    let keys_per_caller = if smoke { 16 } else { 4096 };
+    let t = Instant::now();
+    let prepared: Vec<(String, PublicKey, Vec<Arc<IndexOnly>>)> = std::thread::scope(|sc| {
+        let workers: Vec<_> = (0..10usize)
+            .map(|caller| sc.spawn(move || index_only_writes(caller, keys_per_caller)))
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("prepared"))
+            .collect()
+    });
+    eprintln!(
+        "store: index-only writes ({keys_per_caller} per caller) prepared in {:.1?}",
+        t.elapsed()
     );
+    // The unit writes what it claims (checked once, outside the timing):
+    // the index row, and an event that is the #commit of that record.
+    let (did, key, writes) = &prepared[0];
+    let seq = bench_internals::index_only_write(&idx, did, writes[0].clone()).expect("index write");
+    assert_eq!(
+        idx.current_cid(did, LIKE, &writes[0].rkey).expect("lookup"),
+        Some(writes[0].cid)
+    );
+    let events = idx.events_after(seq - 1, 1).expect("events");
+    let Ok(Frame::Commit(c)) = Frame::decode(&events[0].frame) else {
+        panic!("the index-only event is not a #commit frame");
+    };
+    assert_eq!((c.seq, c.repo), (seq, did.as_str()));
+    assert_eq!(c.ops[0].cid, Some(writes[0].cid));
+    verify_commit(&c, &HashMap::from([(did.clone(), key.clone())])).expect("the event verifies");
     for callers in [1usize, 10] {
         bench_callers(
             &mut g,
@@ -141,20 +166,12 @@ pub fn run(target: &mut BenchTarget, fx: &Fixtures) {
             &format!("callers-{callers}"),
             callers,
             |caller| {
-                let did = format!("did:plc:indexonly{caller:016}");
-                let keys: Vec<(String, Cid)> = (0..4096u64)
-                    .map(|k| {
-                        let rkey =
-                            datagen::store::tid(datagen::store::BASE_TIME_US + k, caller as u16);
-                        let cid = Cid::for_dag_cbor(rkey.as_bytes());
-                        (rkey, cid)
-                    })
-                    .collect();
+                let (did, _, writes) = prepared[caller].clone();
                 let idx = idx.clone();
                 move |i: u64| {
-                    let (rkey, cid) = &keys[i as usize % keys.len()];
+                    let write = &writes[i as usize % writes.len()];
                     black_box(
-                        bench_internals::index_only_write(&idx, &did, LIKE, rkey, *cid)
+                        bench_internals::index_only_write(&idx, &did, write.clone())
                             .expect("index write"),
                     );
                 }
@@ -162,4 +179,36 @@ pub fn run(target: &mut BenchTarget, fx: &Fixtures) {
         );
     }
     g.finish();
+}
+
+/// Caller `caller`'s index-only writes: `n` likes, each with the
+/// `#commit` event of its createRecord planned on an empty in-memory
+/// account (its DID and key come back with them).
+fn index_only_writes(caller: usize, n: usize) -> (String, PublicKey, Vec<Arc<IndexOnly>>) {
+    let did = format!("did:plc:indexonly{caller:016}");
+    let key = crate::fixtures::keypair(500 + caller as u64);
+    let public = key.public_key();
+    let account = DetachedRepo::new(&did, key, &[]).expect("account");
+    let writes = (0..n as u64)
+        .map(|k| {
+            let rkey = datagen::store::tid(datagen::store::BASE_TIME_US + k, caller as u16);
+            let like = cbor(&serde_json::json!({
+                "$type": LIKE,
+                "subject": {
+                    "uri": format!("at://{did}/{POST}/{rkey}"),
+                    "cid": "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm",
+                },
+                "createdAt": datagen::store::datetime(datagen::store::BASE_TIME_US + k),
+            }));
+            let planned = account.plan_create(LIKE, &rkey, like).expect("plans");
+            Arc::new(IndexOnly {
+                collection: LIKE.to_owned(),
+                rkey,
+                cid: planned.record,
+                rev: planned.rev.clone(),
+                event: account.commit_event(&planned).expect("event"),
+            })
+        })
+        .collect();
+    (did, public, writes)
 }

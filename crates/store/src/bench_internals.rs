@@ -1,25 +1,24 @@
-//! The narrow facade the benches use, re-exports only: the PRAGMA list,
-//! one commit's planning over an in-memory account (`--bench
-//! instructions`), the startup history fixture, and two units measured
-//! below the public API (the index-only write, Tranquil's metastore unit,
-//! and `current_cid` without its cache).
+//! The narrow facade the benches use: the PRAGMA list, one commit's
+//! planning over an in-memory account (`--bench instructions`, and the
+//! index-only unit's events), the startup history fixture (`fixtures.rs`),
+//! and two units measured below the public API (the index-only write,
+//! Tranquil's metastore unit, and `current_cid` without its cache).
 
-pub use crate::fixtures::{HISTORY_UNVERSIONED_DID, build_history_fixture, reset_unversioned};
+use std::sync::Arc;
+
+pub use crate::events::SeqlessEvent;
+pub use crate::fixtures::{HistoryFixture, HistoryShape, build_history_fixture, reset_unversioned};
 pub use crate::plan_detached::{DetachedRepo, PlannedCommit};
 pub use crate::schema::{WRITER_PRAGMAS, pragmas};
+pub use crate::writer::IndexOnly;
 
 use crate::{Result, Store};
 
-/// Index-only write: record index upsert + block-ownership row + event
-/// append in one group-committed job, no CBOR, MST or signing.
-pub fn index_only_write(
-    store: &Store,
-    did: &str,
-    collection: &str,
-    rkey: &str,
-    cid: repo::Cid,
-) -> Result<i64> {
-    store.index_only_write(did, collection, rkey, cid)
+/// Index-only write of `did`: record index upsert + block-ownership row +
+/// append of the prepared event, in one group-committed job, no CBOR, MST
+/// or signing. Returns the event's seq.
+pub fn index_only_write(store: &Store, did: &str, write: Arc<IndexOnly>) -> Result<i64> {
+    store.index_only_write(did, write)
 }
 
 /// `current_cid` bypassing the writer-coherent cache: the SQLite index

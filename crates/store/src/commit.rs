@@ -122,17 +122,15 @@ impl Store {
     }
 
     /// The index-only write unit (`bench_internals`): one job writing the
-    /// record index row, a block-ownership row and an event, with no CBOR,
-    /// MST or signing.
+    /// record index row, a block-ownership row and a prepared event, with
+    /// no CBOR, MST or signing.
     #[cfg(feature = "bench-internals")]
     pub(crate) fn index_only_write(
         &self,
         did: &str,
-        collection: &str,
-        rkey: &str,
-        cid: Cid,
+        write: Arc<crate::writer::IndexOnly>,
     ) -> Result<i64> {
-        let (did, collection, rkey) = (did.to_owned(), collection.to_owned(), rkey.to_owned());
-        self.submit(move |w| w.index_only(&did, &collection, &rkey, cid))
+        let did = did.to_owned();
+        self.submit(move |w| w.index_only(&did, &write))
     }
 }

@@ -73,6 +73,9 @@ pub enum StoreError {
     // CommitError's messages already say "commit:".
     #[error(transparent)]
     Commit(#[from] repo::commit::CommitError),
+    /// An event prepared outside the writer is not what it should be.
+    #[error("invalid event: {0}")]
+    InvalidEvent(&'static str),
     /// An imported repository that is inconsistent.
     #[error("invalid repository: {0}")]
     InvalidRepo(String),

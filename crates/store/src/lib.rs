@@ -112,7 +112,7 @@
 //! | `vfs` | the writer's WAL write coalescing |
 //! | `types` | the public values |
 //! | `error` | [`StoreError`]; a writer job's failure (before or after it wrote) |
-//! | `fixtures` | startup fixtures below the public API (feature `bench-internals`) |
+//! | `fixtures` | the startup history fixture, written through the public API (feature `bench-internals`) |
 //! | `bench_internals` | re-exports for the benches (feature `bench-internals`) |
 //!
 //! # Input checks

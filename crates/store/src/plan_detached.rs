@@ -25,8 +25,11 @@ use repo::crypto::Keypair;
 use repo::mst::{MemoryBlockStore, Mst};
 use repo::syntax::{Tid, TidGenerator, validate_did, validate_nsid, validate_record_key};
 
+use repo::firehose::{Action, CommitEvent, Frame, RepoOp};
+
 use crate::WriteAction;
 use crate::error::Result;
+use crate::events::SeqlessEvent;
 use crate::lane::{Head, Lane};
 use crate::plan::plan_commit;
 use crate::prepare::Prepared;
@@ -56,6 +59,10 @@ pub struct PlannedCommit {
     pub car: Vec<u8>,
     /// How many MST nodes the commit wrote.
     pub new_nodes: usize,
+    /// The created record's path (`collection/rkey`) and CID.
+    pub path: String,
+    /// The created record's CID.
+    pub record: Cid,
 }
 
 impl DetachedRepo {
@@ -109,12 +116,13 @@ impl DetachedRepo {
         validate_nsid(collection)?;
         validate_record_key(rkey)?;
         let path = format!("{collection}/{rkey}");
+        let cid = Cid::for_dag_cbor(&record);
         let write = Prepared {
             action: WriteAction::Create,
             collection: collection.to_owned(),
             rkey: rkey.to_owned(),
-            path,
-            block: Some((Cid::for_dag_cbor(&record), record)),
+            path: path.clone(),
+            block: Some((cid, record)),
             blobs: Vec::new(),
             swap_record: None,
         };
@@ -134,6 +142,38 @@ impl DetachedRepo {
             data: plan.result.commit.root,
             new_nodes: plan.result.commit.new_blocks.len(),
             car: plan.car,
+            path,
+            record: cid,
+        })
+    }
+
+    /// The `#commit` event of `planned` (a create planned on this account
+    /// by [`DetachedRepo::plan_create`]: its commit, CAR slice, one create
+    /// op, `since` and `prevData` the base commit's), with its seq left to
+    /// the writer that appends it. What the index-only write unit appends.
+    pub fn commit_event(&self, planned: &PlannedCommit) -> Result<SeqlessEvent> {
+        let time = crate::events::now_datetime();
+        SeqlessEvent::new("#commit", |seq| {
+            Frame::Commit(CommitEvent {
+                seq,
+                rebase: false,
+                too_big: false,
+                repo: &self.did,
+                commit: planned.commit,
+                rev: &planned.rev,
+                since: Some(&self.head.rev),
+                blocks: &planned.car,
+                ops: vec![RepoOp {
+                    action: Action::Create,
+                    path: &planned.path,
+                    cid: Some(planned.record),
+                    prev: None,
+                }],
+                blobs: Vec::new(),
+                prev_data: Some(self.head.data),
+                time: &time,
+            })
+            .to_vec()
         })
     }
 }
@@ -204,6 +244,52 @@ mod tests {
             .get(&format!("app.bsky.feed.post/{rkey}"))
             .expect("path is covered");
         assert_eq!(found, Some(record_cid));
+    }
+
+    /// The commit event's body, with any seq put back, is the `#commit`
+    /// frame of the planned commit: it decodes, carries that seq, and
+    /// verifies under the account's key.
+    #[test]
+    fn commit_event_takes_the_seq_and_verifies() {
+        let repo = repo_of(20);
+        let rkey = Tid::from_parts(1_800_000_000_000_000, 3).to_string();
+        let planned = repo
+            .plan_create("app.bsky.feed.post", &rkey, record(5))
+            .expect("plans");
+        let event = repo.commit_event(&planned).expect("prepares");
+        assert_eq!(event.kind(), "#commit");
+        let key = Keypair::from_bytes(Algorithm::K256, &[7u8; 32]).expect("valid secret");
+        let keys = std::collections::HashMap::from([(repo.did.clone(), key.public_key())]);
+        let mut body = Vec::new();
+        for seq in [1i64, 23, 24, 255, 70_000, 1 << 40] {
+            event.body_into(seq, &mut body);
+            let mut frame = crate::events::frame_header("#commit");
+            frame.extend_from_slice(&body);
+            let decoded = Frame::decode(&frame).expect("decodes");
+            // Canonical: re-encoding the decoded frame gives its bytes.
+            assert_eq!(decoded.to_vec(), frame, "seq {seq}");
+            let Frame::Commit(c) = decoded else {
+                panic!("seq {seq}: not a #commit frame");
+            };
+            assert_eq!((c.seq, c.rev), (seq, planned.rev.as_str()));
+            assert_eq!(c.ops[0].path, planned.path);
+            assert_eq!(c.ops[0].cid, Some(planned.record));
+            repo::firehose::verify_commit(&c, &keys).expect("verifies");
+        }
+        // A frame that differs in more than its seq is refused.
+        let n = std::cell::Cell::new(0u8);
+        let shifting = SeqlessEvent::new("#commit", |seq| {
+            n.set(n.get() + 1);
+            let mut f = crate::events::frame_header("#commit");
+            let mut e = repo::cbor::Encoder::new(&mut f);
+            e.map(2);
+            e.text("n");
+            e.int(i64::from(n.get()));
+            e.text("seq");
+            e.int(seq);
+            f
+        });
+        assert!(matches!(shifting, Err(StoreError::InvalidEvent(_))));
     }
 
     #[test]

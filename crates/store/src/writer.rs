@@ -241,29 +241,49 @@ impl Writer {
         })
     }
 
-    /// The index-only unit: the record's index row (no bytes), an
-    /// ownership row where a node holding its key would go, and an event
-    /// (kind `#index`, in the index-only bench's own store only).
+    /// The index-only unit: the record's index row (no bytes; `rev` the
+    /// planned commit's), an ownership row where a node holding its key
+    /// would go, and `event` (prepared outside, see
+    /// [`crate::events::SeqlessEvent`]) appended with the next seq.
     #[cfg(feature = "bench-internals")]
-    pub(crate) fn index_only(
-        &mut self,
-        did: &str,
-        collection: &str,
-        rkey: &str,
-        cid: repo::Cid,
-    ) -> Result<i64> {
+    pub(crate) fn index_only(&mut self, did: &str, write: &IndexOnly) -> Result<i64> {
         self.touch(did);
-        let c = cid.to_bytes();
-        let pos = crate::node_pos::path_position(collection.as_bytes(), rkey.as_bytes());
+        let c = write.cid.to_bytes();
+        let pos =
+            crate::node_pos::path_position(write.collection.as_bytes(), write.rkey.as_bytes());
         self.conn
             .prepare_cached(
-                "INSERT INTO records (did, collection, rkey, cid, repo_rev) VALUES (?1, ?2, ?3, ?4, 'x') \
-                 ON CONFLICT (did, collection, rkey) DO UPDATE SET cid = excluded.cid",
+                "INSERT INTO records (did, collection, rkey, cid, repo_rev) VALUES (?1, ?2, ?3, ?4, ?5) \
+                 ON CONFLICT (did, collection, rkey) DO UPDATE SET cid = excluded.cid, repo_rev = excluded.repo_rev",
             )?
-            .execute(rusqlite::params![did, collection, rkey, &c[..]])?;
-        put_nodes(&self.conn, did, Some("x"), [(pos, &cid, &b""[..])])?;
+            .execute(rusqlite::params![did, write.collection, write.rkey, &c[..], write.rev])?;
+        put_nodes(
+            &self.conn,
+            did,
+            Some(&write.rev),
+            [(pos, &write.cid, &b""[..])],
+        )?;
         let seq = self.next_seq;
-        self.put_event(did, "#index", &c)?;
+        let mut body = Vec::new();
+        write.event.body_into(seq, &mut body);
+        self.put_event(did, write.event.kind(), &body)?;
         Ok(seq)
     }
+}
+
+/// One index-only write, prepared outside the timing: the record's key and
+/// CID, the rev its index row carries, and the event appended with it.
+#[cfg(feature = "bench-internals")]
+#[derive(Debug, Clone)]
+pub struct IndexOnly {
+    /// The record's collection.
+    pub collection: String,
+    /// The record's key.
+    pub rkey: String,
+    /// The record's CID.
+    pub cid: repo::Cid,
+    /// The rev written in its index and ownership rows.
+    pub rev: String,
+    /// The event appended (its seq filled in by the writer).
+    pub event: crate::events::SeqlessEvent,
 }
