@@ -324,12 +324,14 @@ pub fn run_writes(target: &mut BenchTarget, seed: &Seed) {
     g.criterion().sampling_mode(SamplingMode::Flat).sample_size(10);
     g.throughput(Throughput::Elements(1));
     let counters: Vec<AtomicU64> = (0..seed.writers.len()).map(|_| AtomicU64::new(0)).collect();
+    // The caller closures borrow these, not the Seed (its server handle is not Sync).
+    let (addr, writers) = (seed.addr, &seed.writers);
     for callers in [1usize, 10, 50] {
         let id = g.id("create_record", &format!("c{callers}"));
         let outcomes = Outcomes::default();
         bench_callers(&mut g, "create_record", &format!("c{callers}"), callers, |caller| {
-            let mut conn = Conn::open(seed.addr);
-            let w = &seed.writers[caller];
+            let mut conn = Conn::open(addr);
+            let w = &writers[caller];
             let call = Call::post("/xrpc/com.atproto.repo.createRecord").bearer(&w.access);
             let post = datagen::store::post(caller as u64, 0).value;
             let text = post["text"].as_str().unwrap_or_default().to_owned();

@@ -54,6 +54,9 @@ const show = (v, replacer) => {
   }
 }
 
+/** A CID link as a string, whether decoded (CID) or plain JSON ({$link}). */
+const linkOf = (ref) => (ref && typeof ref === 'object' && typeof ref.$link === 'string' ? ref.$link : ref?.toString())
+
 /** JSON with object keys sorted, so two encodings of one value compare equal. */
 const canon = (v) =>
   show(v, (_, x) =>
@@ -308,7 +311,7 @@ async function main() {
       a.com.atproto.repo.applyWrites({
         repo: A.did,
         writes: [
-          { $type: 'com.atproto.repo.applyWrites#create', collection: 'app.bsky.feed.post', rkey: '3kapplywrites1', value: created },
+          { $type: 'com.atproto.repo.applyWrites#create', collection: 'app.bsky.feed.post', rkey: '3kapplywrite2', value: created },
           { $type: 'com.atproto.repo.applyWrites#create', collection: 'app.bsky.feed.like', value: like },
           { $type: 'com.atproto.repo.applyWrites#update', collection: 'app.bsky.feed.post', rkey: p2.rkey, value: updated },
           { $type: 'com.atproto.repo.applyWrites#delete', collection: 'app.bsky.feed.post', rkey: p1.rkey },
@@ -321,7 +324,7 @@ async function main() {
       const [rc, rl, ru] = results
       const likePath = rl?.uri ? `app.bsky.feed.like/${rl.uri.split('/').pop()}` : undefined
       const ops = [
-        { action: 'create', path: 'app.bsky.feed.post/3kapplywrites1', cid: rc?.cid },
+        { action: 'create', path: 'app.bsky.feed.post/3kapplywrite2', cid: rc?.cid },
         { action: 'create', path: likePath, cid: rl?.cid },
         { action: 'update', path: p2.path, cid: ru?.cid },
         { action: 'delete', path: p1.path, cid: null },
@@ -354,7 +357,7 @@ async function main() {
   if (uploaded) {
     const blob = uploaded.data.blob
     check('uploadBlob: size and mime', blob.size === bytes.length && blob.mimeType === 'image/png', show(blob))
-    const cid = blob.ref.toString()
+    const cid = linkOf(blob.ref)
     const withImage = post('with an image', { embed: { $type: 'app.bsky.embed.images', images: [{ alt: 'noise', image: blob }] } })
     const ref = await create(a, A.did, 'app.bsky.feed.post', withImage, 'A post with blob')
     const got = await attempt('sync.getBlob', () => anon.com.atproto.sync.getBlob({ did: A.did, cid }))
@@ -368,7 +371,7 @@ async function main() {
         anon.com.atproto.repo.getRecord({ repo: A.did, collection: 'app.bsky.feed.post', rkey: ref.rkey }),
       )
       const image = rec?.data.value?.embed?.images?.[0]?.image
-      check('the record references the blob', image?.ref?.toString() === cid, show(image))
+      check('the record references the blob', linkOf(image?.ref) === cid, show(image))
     }
   }
 
