@@ -32,7 +32,8 @@ pub struct Account {
 
 /// The seeded server and what it holds.
 pub struct Seed {
-    pub server: xrpc::RunningServer,
+    /// Kept so the server lives as long as the fixture.
+    _server: xrpc::RunningServer,
     pub addr: SocketAddr,
     pub reader: Account,
     /// (collection, rkey, cid) of every record of the reader.
@@ -185,7 +186,7 @@ pub fn build(dir: &Path) -> Seed {
         started.elapsed()
     );
     Seed {
-        server,
+        _server: server,
         addr,
         reader,
         records,

@@ -191,22 +191,35 @@ async fn writer(url: String, acc: Arc<Account>, client_no: usize, acked_total: A
     acked
 }
 
-/// Every frame of subscribeRepos from cursor 0 until none arrives for a while.
-async fn replay(url: &str) -> Vec<Vec<u8>> {
+/// Every frame of subscribeRepos from cursor 0 until the `#commit` of
+/// every head in `heads` has come, then whatever follows within a grace
+/// period (so an extra or duplicated event would still be seen).
+async fn replay(url: &str, heads: &HashMap<String, Cid>) -> Vec<Vec<u8>> {
     let ws = format!("{}/xrpc/com.atproto.sync.subscribeRepos?cursor=0", url.replacen("http", "ws", 1));
     let (mut stream, _) = tokio_tungstenite::connect_async(ws.as_str())
         .await
         .expect("subscribeRepos connects");
     let mut frames = Vec::new();
+    let mut pending: HashSet<Cid> = heads.values().copied().collect();
+    let mut deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
-        match tokio::time::timeout(Duration::from_millis(1500), stream.next()).await {
+        match tokio::time::timeout_at(deadline, stream.next()).await {
             Err(_) => break,
             Ok(None) => panic!("subscribeRepos closed the stream during replay"),
             Ok(Some(Err(e))) => panic!("subscribeRepos: {e}"),
-            Ok(Some(Ok(tokio_tungstenite::tungstenite::Message::Binary(b)))) => frames.push(b.to_vec()),
+            Ok(Some(Ok(tokio_tungstenite::tungstenite::Message::Binary(b)))) => {
+                if let Ok(Frame::Commit(c)) = Frame::decode(&b)
+                    && pending.remove(&c.commit)
+                    && pending.is_empty()
+                {
+                    deadline = tokio::time::Instant::now() + Duration::from_millis(300);
+                }
+                frames.push(b.to_vec());
+            }
             Ok(Some(Ok(_))) => {}
         }
     }
+    assert!(pending.is_empty(), "the replay did not reach the heads {pending:?} within 20 s");
     frames
 }
 
@@ -309,7 +322,7 @@ async fn acknowledged_writes_survive_sigkill_and_replay_exactly_once() {
     }
 
     // 3. subscribeRepos from cursor 0: every event once, in order, verifying.
-    let frames = replay(&url).await;
+    let frames = replay(&url, &heads).await;
     let mut last_seq = 0i64;
     let mut creates: HashSet<(String, String)> = HashSet::new();
     let mut last_commit: HashMap<String, Cid> = HashMap::new();
