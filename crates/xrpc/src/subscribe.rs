@@ -253,10 +253,8 @@ async fn live(
         if hub.is_closing() {
             return End::Closing;
         }
-        if batch.is_empty() {
-            if outbox.take(&mut batch, BATCH).is_err() {
-                return End::TooSlow;
-            }
+        if batch.is_empty() && outbox.take(&mut batch, BATCH).is_err() {
+            return End::TooSlow;
         }
         if batch.is_empty() {
             tokio::select! {
