@@ -232,22 +232,7 @@ pub async fn list_repos(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>
         Some(_) => Some(p.did("cursor")?.to_owned()),
     };
     let store = app.store.clone();
-    let page = blocking(move || {
-        let dids = store.accounts()?;
-        let start = match &cursor {
-            Some(c) => dids.partition_point(|d| d <= c),
-            None => 0,
-        };
-        let mut out = Vec::with_capacity(limit);
-        for did in dids.into_iter().skip(start).take(limit) {
-            if let (Some(root), Some(state)) = (store.repo_root(&did)?, store.account_state(&did)?)
-            {
-                out.push((did, root, state));
-            }
-        }
-        Ok(out)
-    })
-    .await?;
+    let page = blocking(move || Ok(store.list_repos(cursor.as_deref(), limit)?)).await?;
     let mut s = String::with_capacity(32 + page.len() * 200);
     s.push_str("{\"repos\":[");
     for (i, (did, root, state)) in page.iter().enumerate() {
