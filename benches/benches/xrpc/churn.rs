@@ -56,13 +56,20 @@ struct Churn {
 
 impl Churn {
     fn url(&self) -> String {
-        format!("ws://{}/xrpc/com.atproto.sync.subscribeRepos", self.server.addr())
+        format!(
+            "ws://{}/xrpc/com.atproto.sync.subscribeRepos",
+            self.server.addr()
+        )
     }
 
     fn wait_subscribers(&self, n: usize) {
         let deadline = Instant::now() + Duration::from_secs(30);
         while self.server.subscribers() != n {
-            assert!(Instant::now() < deadline, "the server counts {} subscribers, expected {n}", self.server.subscribers());
+            assert!(
+                Instant::now() < deadline,
+                "the server counts {} subscribers, expected {n}",
+                self.server.subscribers()
+            );
             std::thread::sleep(Duration::from_micros(500));
         }
     }
@@ -75,12 +82,20 @@ impl Churn {
             let tasks: Vec<_> = (0..self.limit)
                 .map(|_| {
                     let url = url.clone();
-                    tokio::spawn(async move { tokio_tungstenite::connect_async(url.as_str()).await.map(|(s, _)| s) })
+                    tokio::spawn(async move {
+                        tokio_tungstenite::connect_async(url.as_str())
+                            .await
+                            .map(|(s, _)| s)
+                    })
                 })
                 .collect();
             let mut streams = Vec::with_capacity(tasks.len());
             for t in tasks {
-                streams.push(t.await.expect("connect task").expect("a subscriber within the limit connects"));
+                streams.push(
+                    t.await
+                        .expect("connect task")
+                        .expect("a subscriber within the limit connects"),
+                );
             }
             streams
         });
@@ -95,7 +110,9 @@ impl Churn {
                             loop {
                                 match s.next().await {
                                     None | Some(Err(_)) => return true,
-                                    Some(Ok(tokio_tungstenite::tungstenite::Message::Close(_))) => return true,
+                                    Some(Ok(tokio_tungstenite::tungstenite::Message::Close(_))) => {
+                                        return true;
+                                    }
                                     Some(Ok(_)) => {}
                                 }
                             }
@@ -105,8 +122,16 @@ impl Churn {
                     ),
                 }
             });
-            assert!(refused, "a subscriber past the limit of {} was served", self.limit);
-            assert_eq!(self.server.subscribers(), self.limit, "the server counts past its limit");
+            assert!(
+                refused,
+                "a subscriber past the limit of {} was served",
+                self.limit
+            );
+            assert_eq!(
+                self.server.subscribers(),
+                self.limit,
+                "the server counts past its limit"
+            );
         }
         self.rt.block_on(async {
             let tasks: Vec<_> = streams
@@ -151,8 +176,14 @@ fn check(what: &str, id: &str, threads0: u64, rss0: u64) {
         growth as f64 / (1 << 20) as f64,
         RSS_BOUND >> 20
     );
-    assert!(n <= threads0, "{id}: {n} threads after the {what}, baseline {threads0}");
-    assert!(growth <= RSS_BOUND, "{id}: RSS grew by {growth} bytes after the {what}");
+    assert!(
+        n <= threads0,
+        "{id}: {n} threads after the {what}, baseline {threads0}"
+    );
+    assert!(
+        growth <= RSS_BOUND,
+        "{id}: RSS grew by {growth} bytes after the {what}"
+    );
 }
 
 /// Registers `xrpc.websocket_churn`.
@@ -173,7 +204,9 @@ pub fn run(target: &mut BenchTarget, dir: &std::path::Path) {
     check("cold round", &id, threads0, rss0);
 
     let mut g = target.group("xrpc.websocket_churn");
-    g.criterion().sampling_mode(SamplingMode::Flat).sample_size(10);
+    g.criterion()
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(10);
     g.throughput(Throughput::Elements(limit as u64));
     g.bench("ours", &format!("cohort-{limit}"), |b| {
         b.iter_custom(|iters| {

@@ -151,8 +151,10 @@ impl Outcomes {
     pub fn record(&self, expected: StatusCode, status: StatusCode, body: &Bytes, sample: bool) {
         if status != expected {
             if self.unexpected.fetch_add(1, Ordering::Relaxed) == 0 {
-                *self.first_unexpected.lock().unwrap_or_else(|p| p.into_inner()) =
-                    Some((status, body.clone()));
+                *self
+                    .first_unexpected
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()) = Some((status, body.clone()));
             }
         } else if sample {
             self.samples
@@ -182,7 +184,11 @@ impl Outcomes {
 }
 
 /// One request outside any timing, for seeding and checks.
-pub fn once(addr: SocketAddr, call: &Call, body: Option<&serde_json::Value>) -> (StatusCode, Bytes) {
+pub fn once(
+    addr: SocketAddr,
+    call: &Call,
+    body: Option<&serde_json::Value>,
+) -> (StatusCode, Bytes) {
     let body = body.map_or_else(Bytes::new, |v| {
         Bytes::from(serde_json::to_vec(v).expect("JSON"))
     });
@@ -195,7 +201,11 @@ pub fn once_bytes(addr: SocketAddr, call: &Call, body: Bytes) -> (StatusCode, By
 }
 
 /// [`once`] that must answer 200 with JSON.
-pub fn json_ok(addr: SocketAddr, call: &Call, body: Option<&serde_json::Value>) -> serde_json::Value {
+pub fn json_ok(
+    addr: SocketAddr,
+    call: &Call,
+    body: Option<&serde_json::Value>,
+) -> serde_json::Value {
     let (status, bytes) = once(addr, call, body);
     assert_eq!(
         status,
@@ -205,6 +215,5 @@ pub fn json_ok(addr: SocketAddr, call: &Call, body: Option<&serde_json::Value>) 
         call.path,
         String::from_utf8_lossy(&bytes)
     );
-    serde_json::from_slice(&bytes)
-        .unwrap_or_else(|e| panic!("{}: not JSON ({e})", call.path))
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: not JSON ({e})", call.path))
 }

@@ -111,7 +111,12 @@ impl Consumer {
 
 /// Connects a consumer; `slow` reads one frame per `slow` interval
 /// through a small receive buffer, so the server's outbox is what fills.
-async fn consume(url: String, writers: Arc<Vec<String>>, state: Arc<Consumer>, slow: Option<Duration>) {
+async fn consume(
+    url: String,
+    writers: Arc<Vec<String>>,
+    state: Arc<Consumer>,
+    slow: Option<Duration>,
+) {
     let addr: SocketAddr = url
         .trim_start_matches("ws://")
         .split('/')
@@ -131,7 +136,11 @@ async fn consume(url: String, writers: Arc<Vec<String>>, state: Arc<Consumer>, s
         let msg = match msg {
             Ok(m) => m,
             Err(e) => {
-                state.failures.lock().unwrap_or_else(|p| p.into_inner()).push(e.to_string());
+                state
+                    .failures
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(e.to_string());
                 break;
             }
         };
@@ -140,20 +149,31 @@ async fn consume(url: String, writers: Arc<Vec<String>>, state: Arc<Consumer>, s
                 Ok(Frame::Commit(c)) if writers.iter().any(|w| w == c.repo) => {
                     if let Some(t) = rfc3339_ms(c.time) {
                         let lag = (now_us() - t * 1000).max(1) as u64;
-                        if let Some(h) = state.lags.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+                        if let Some(h) = state
+                            .lags
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .as_mut()
+                        {
                             h.saturating_record(lag);
                         }
                     }
                     state.received.fetch_add(1, Ordering::Release);
                 }
                 Ok(Frame::Error(e)) => {
-                    *state.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.error.to_owned());
+                    *state.error.lock().unwrap_or_else(|p| p.into_inner()) =
+                        Some(e.error.to_owned());
                 }
                 Ok(_) => {}
-                Err(e) => state.failures.lock().unwrap_or_else(|p| p.into_inner()).push(format!("frame: {e}")),
+                Err(e) => state
+                    .failures
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(format!("frame: {e}")),
             },
             Message::Close(frame) => {
-                *state.close.lock().unwrap_or_else(|p| p.into_inner()) = frame.map(|f| u16::from(f.code));
+                *state.close.lock().unwrap_or_else(|p| p.into_inner()) =
+                    frame.map(|f| u16::from(f.code));
                 break;
             }
             _ => {}
@@ -204,7 +224,10 @@ impl Hub {
     }
 
     fn ws_url(&self) -> String {
-        format!("ws://{}/xrpc/com.atproto.sync.subscribeRepos", self.server.addr())
+        format!(
+            "ws://{}/xrpc/com.atproto.sync.subscribeRepos",
+            self.server.addr()
+        )
     }
 
     /// Commits `n` records at [`RATE`] across the writer connections.
@@ -235,12 +258,21 @@ impl Hub {
     }
 
     /// Connects consumers and waits until the server counts them.
-    fn connect(&self, n: usize, slow: Option<Duration>) -> Vec<(Arc<Consumer>, tokio::task::JoinHandle<()>)> {
+    fn connect(
+        &self,
+        n: usize,
+        slow: Option<Duration>,
+    ) -> Vec<(Arc<Consumer>, tokio::task::JoinHandle<()>)> {
         let before = self.server.subscribers();
         let out: Vec<_> = (0..n)
             .map(|_| {
                 let state = Arc::new(Consumer::default());
-                let task = self.rt.spawn(consume(self.ws_url(), self.writers.clone(), state.clone(), slow));
+                let task = self.rt.spawn(consume(
+                    self.ws_url(),
+                    self.writers.clone(),
+                    state.clone(),
+                    slow,
+                ));
                 (state, task)
             })
             .collect();
@@ -251,12 +283,20 @@ impl Hub {
     fn wait_subscribers(&self, n: usize) {
         let deadline = Instant::now() + Duration::from_secs(30);
         while self.server.subscribers() != n {
-            assert!(Instant::now() < deadline, "the server counts {} subscribers, expected {n}", self.server.subscribers());
+            assert!(
+                Instant::now() < deadline,
+                "the server counts {} subscribers, expected {n}",
+                self.server.subscribers()
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
     }
 
-    fn close(&self, consumers: Vec<(Arc<Consumer>, tokio::task::JoinHandle<()>)>, remaining: usize) {
+    fn close(
+        &self,
+        consumers: Vec<(Arc<Consumer>, tokio::task::JoinHandle<()>)>,
+        remaining: usize,
+    ) {
         for (_, task) in consumers {
             task.abort();
         }
@@ -268,7 +308,11 @@ impl Hub {
 fn wait_delivered(consumers: &[(Arc<Consumer>, tokio::task::JoinHandle<()>)], target: &[u64]) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        if consumers.iter().zip(target).all(|((c, _), t)| c.received.load(Ordering::Acquire) >= *t) {
+        if consumers
+            .iter()
+            .zip(target)
+            .all(|((c, _), t)| c.received.load(Ordering::Acquire) >= *t)
+        {
             return;
         }
         for (c, _) in consumers {
@@ -277,14 +321,20 @@ fn wait_delivered(consumers: &[(Arc<Consumer>, tokio::task::JoinHandle<()>)], ta
             let error = c.error.lock().unwrap_or_else(|p| p.into_inner());
             assert!(error.is_none(), "a consumer got error frame {error:?}");
         }
-        assert!(Instant::now() < deadline, "consumers did not receive every commit within 60 s");
+        assert!(
+            Instant::now() < deadline,
+            "consumers did not receive every commit within 60 s"
+        );
         std::thread::sleep(Duration::from_micros(200));
     }
 }
 
 #[cfg(unix)]
 fn process_cpu() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: a valid, writable timespec; a constant clock id.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
     if rc != 0 {
@@ -301,34 +351,47 @@ fn process_cpu() -> Duration {
 /// Runs one fan-out benchmark over `consumers` (already connected);
 /// returns the lag summary of the measurement batches, or `None` when
 /// Criterion did not run it (filtered out, listed).
-fn bench_fanout(g: &mut benches::Group<'_>, hub: &Hub, implementation: &str, consumers: &[(Arc<Consumer>, tokio::task::JoinHandle<()>)]) -> Option<LatencySummary> {
+fn bench_fanout(
+    g: &mut benches::Group<'_>,
+    hub: &Hub,
+    implementation: &str,
+    consumers: &[(Arc<Consumer>, tokio::task::JoinHandle<()>)],
+) -> Option<LatencySummary> {
     let id = g.id(implementation, &format!("consumers-{}", consumers.len()));
     // Per batch: the merged lag histogram, the batch's wall and CPU time, its commits.
-    let batches: Mutex<VecDeque<(Histogram<u64>, Duration, Duration, u64)>> = Mutex::new(VecDeque::new());
-    g.bench(implementation, &format!("consumers-{}", consumers.len()), |b| {
-        b.iter_custom(|iters| {
-            let target: Vec<u64> = consumers.iter().map(|(c, _)| c.received.load(Ordering::Acquire) + iters).collect();
-            for (c, _) in consumers {
-                c.take_lags();
-            }
-            let cpu = process_cpu();
-            let start = Instant::now();
-            hub.write(iters);
-            wait_delivered(consumers, &target);
-            let wall = start.elapsed();
-            let cpu = process_cpu().saturating_sub(cpu);
-            let mut merged = new_histogram();
-            for (c, _) in consumers {
-                let _ = merged.add(c.take_lags());
-            }
-            let mut batches = batches.lock().unwrap_or_else(|p| p.into_inner());
-            batches.push_back((merged, wall, cpu, iters));
-            if batches.len() > SAMPLES {
-                batches.pop_front();
-            }
-            wall
-        })
-    });
+    let batches: Mutex<VecDeque<(Histogram<u64>, Duration, Duration, u64)>> =
+        Mutex::new(VecDeque::new());
+    g.bench(
+        implementation,
+        &format!("consumers-{}", consumers.len()),
+        |b| {
+            b.iter_custom(|iters| {
+                let target: Vec<u64> = consumers
+                    .iter()
+                    .map(|(c, _)| c.received.load(Ordering::Acquire) + iters)
+                    .collect();
+                for (c, _) in consumers {
+                    c.take_lags();
+                }
+                let cpu = process_cpu();
+                let start = Instant::now();
+                hub.write(iters);
+                wait_delivered(consumers, &target);
+                let wall = start.elapsed();
+                let cpu = process_cpu().saturating_sub(cpu);
+                let mut merged = new_histogram();
+                for (c, _) in consumers {
+                    let _ = merged.add(c.take_lags());
+                }
+                let mut batches = batches.lock().unwrap_or_else(|p| p.into_inner());
+                batches.push_back((merged, wall, cpu, iters));
+                if batches.len() > SAMPLES {
+                    batches.pop_front();
+                }
+                wall
+            })
+        },
+    );
     let batches = batches.into_inner().unwrap_or_else(|p| p.into_inner());
     if batches.is_empty() {
         return None;
@@ -377,10 +440,15 @@ fn bench_fanout(g: &mut benches::Group<'_>, hub: &Hub, implementation: &str, con
 pub fn run(target: &mut BenchTarget, dir: &std::path::Path) {
     // The lag's time parser on two known instants.
     assert_eq!(rfc3339_ms("1970-01-01T00:00:00.000Z"), Some(0));
-    assert_eq!(rfc3339_ms("2024-06-01T00:00:00.123Z"), Some(1_717_200_000_123));
+    assert_eq!(
+        rfc3339_ms("2024-06-01T00:00:00.123Z"),
+        Some(1_717_200_000_123)
+    );
     let hub = Hub::build(dir);
     let mut g = target.group("xrpc.firehose");
-    g.criterion().sampling_mode(SamplingMode::Flat).sample_size(SAMPLES);
+    g.criterion()
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(SAMPLES);
     g.throughput(Throughput::Elements(1));
     let mut p95_of_10 = None;
     for n in [1usize, 10, 100] {
@@ -405,8 +473,14 @@ pub fn run(target: &mut BenchTarget, dir: &std::path::Path) {
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut extra = 0u64;
     while hub.server.subscribers() > consumers.len() {
-        assert!(Instant::now() < deadline, "the slow consumer was not dropped within 60 s");
-        let target: Vec<u64> = consumers.iter().map(|(c, _)| c.received.load(Ordering::Acquire) + RATE / 10).collect();
+        assert!(
+            Instant::now() < deadline,
+            "the slow consumer was not dropped within 60 s"
+        );
+        let target: Vec<u64> = consumers
+            .iter()
+            .map(|(c, _)| c.received.load(Ordering::Acquire) + RATE / 10)
+            .collect();
         hub.write(RATE / 10);
         wait_delivered(&consumers, &target);
         extra += RATE / 10;
@@ -415,16 +489,31 @@ pub fn run(target: &mut BenchTarget, dir: &std::path::Path) {
     slow_state.drain.store(true, Ordering::Release);
     let deadline = Instant::now() + Duration::from_secs(30);
     while !slow_task.is_finished() {
-        assert!(Instant::now() < deadline, "the slow consumer's connection did not end");
+        assert!(
+            Instant::now() < deadline,
+            "the slow consumer's connection did not end"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
-    let error = slow_state.error.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let error = slow_state
+        .error
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
     let close = *slow_state.close.lock().unwrap_or_else(|p| p.into_inner());
-    assert_eq!(error.as_deref(), Some("ConsumerTooSlow"), "the slow consumer's error frame");
+    assert_eq!(
+        error.as_deref(),
+        Some("ConsumerTooSlow"),
+        "the slow consumer's error frame"
+    );
     assert_eq!(close, Some(1008), "the slow consumer's close code");
     let received = consumers[0].0.received.load(Ordering::Acquire);
     for (c, _) in &consumers {
-        assert_eq!(c.received.load(Ordering::Acquire), received, "a fast consumer missed commits");
+        assert_eq!(
+            c.received.load(Ordering::Acquire),
+            received,
+            "a fast consumer missed commits"
+        );
         assert!(c.error.lock().unwrap_or_else(|p| p.into_inner()).is_none());
     }
     // Within 2x of the run without it (when it ran); 2 ms of slack for

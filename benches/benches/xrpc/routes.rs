@@ -30,7 +30,8 @@ struct Route {
 }
 
 fn json(body: &Bytes) -> Result<Value, String> {
-    serde_json::from_slice(body).map_err(|e| format!("not JSON ({e}): {}", String::from_utf8_lossy(body)))
+    serde_json::from_slice(body)
+        .map_err(|e| format!("not JSON ({e}): {}", String::from_utf8_lossy(body)))
 }
 
 fn expect(ok: bool, what: impl FnOnce() -> String) -> Result<(), String> {
@@ -56,7 +57,10 @@ fn small_routes(seed: &Seed) -> Vec<Route> {
         let d = did.clone();
         move |b: &Bytes| -> Result<(), String> {
             let v = json(b)?;
-            expect(v["availableUserDomains"].is_array() && v["did"].is_string(), || format!("describeServer {v} ({d})"))
+            expect(
+                v["availableUserDomains"].is_array() && v["did"].is_string(),
+                || format!("describeServer {v} ({d})"),
+            )
         }
     };
     let mut routes = vec![
@@ -236,7 +240,10 @@ fn small_routes(seed: &Seed) -> Vec<Route> {
 fn large_routes(seed: &Seed) -> Vec<Route> {
     let did = &seed.reader.did;
     let blob = Arc::new(seed.blob.clone());
-    let blob_path = format!("/xrpc/com.atproto.sync.getBlob?did={did}&cid={}", seed.blob_cid);
+    let blob_path = format!(
+        "/xrpc/com.atproto.sync.getBlob?did={did}&cid={}",
+        seed.blob_cid
+    );
     let repo_path = format!("/xrpc/com.atproto.sync.getRepo?did={did}");
     let head = seed.head.clone();
     let blocks = seed.records.len();
@@ -245,13 +252,21 @@ fn large_routes(seed: &Seed) -> Vec<Route> {
             name: "sync_get_blob",
             calls: vec![get(blob_path.clone())],
             per_caller: false,
-            check: Box::new(move |b| expect(b[..] == blob[..], || format!("{} bytes, not the blob", b.len()))),
+            check: Box::new(move |b| {
+                expect(b[..] == blob[..], || {
+                    format!("{} bytes, not the blob", b.len())
+                })
+            }),
         },
         Route {
             name: "sync_get_blob_head",
             calls: vec![(Call::get(blob_path).method(Method::HEAD), Bytes::new())],
             per_caller: false,
-            check: Box::new(|b| expect(b.is_empty(), || format!("HEAD answered {} body bytes", b.len()))),
+            check: Box::new(|b| {
+                expect(b.is_empty(), || {
+                    format!("HEAD answered {} body bytes", b.len())
+                })
+            }),
         },
         Route {
             name: "sync_get_repo",
@@ -261,14 +276,20 @@ fn large_routes(seed: &Seed) -> Vec<Route> {
                 let car = repo::car::CarSlice::parse(b, true).map_err(|e| format!("CAR: {e}"))?;
                 let root = car.roots.first().map(|c| c.to_string()).unwrap_or_default();
                 // Every record and the commit, besides the MST nodes.
-                expect(root == head && car.blocks.len() > blocks, || format!("root {root}, {} blocks", car.blocks.len()))
+                expect(root == head && car.blocks.len() > blocks, || {
+                    format!("root {root}, {} blocks", car.blocks.len())
+                })
             }),
         },
         Route {
             name: "sync_get_repo_head",
             calls: vec![(Call::get(repo_path).method(Method::HEAD), Bytes::new())],
             per_caller: false,
-            check: Box::new(|b| expect(b.is_empty(), || format!("HEAD answered {} body bytes", b.len()))),
+            check: Box::new(|b| {
+                expect(b.is_empty(), || {
+                    format!("HEAD answered {} body bytes", b.len())
+                })
+            }),
         },
     ]
 }
@@ -304,7 +325,9 @@ fn bench_route(g: &mut benches::Group<'_>, seed: &Seed, route: &Route, callers: 
 /// Registers `xrpc.route`.
 pub fn run_routes(target: &mut BenchTarget, seed: &Seed) {
     let mut g = target.group("xrpc.route");
-    g.criterion().sampling_mode(SamplingMode::Flat).sample_size(10);
+    g.criterion()
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(10);
     g.throughput(Throughput::Elements(1));
     for route in small_routes(seed) {
         bench_route(&mut g, seed, &route, 50);
@@ -321,7 +344,9 @@ pub fn run_routes(target: &mut BenchTarget, seed: &Seed) {
 /// microsecond against a commit).
 pub fn run_writes(target: &mut BenchTarget, seed: &Seed) {
     let mut g = target.group("xrpc.write");
-    g.criterion().sampling_mode(SamplingMode::Flat).sample_size(10);
+    g.criterion()
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(10);
     g.throughput(Throughput::Elements(1));
     let counters: Vec<AtomicU64> = (0..seed.writers.len()).map(|_| AtomicU64::new(0)).collect();
     // The caller closures borrow these, not the Seed (its server handle is not Sync).
@@ -329,37 +354,52 @@ pub fn run_writes(target: &mut BenchTarget, seed: &Seed) {
     for callers in [1usize, 10, 50] {
         let id = g.id("create_record", &format!("c{callers}"));
         let outcomes = Outcomes::default();
-        bench_callers(&mut g, "create_record", &format!("c{callers}"), callers, |caller| {
-            let mut conn = Conn::open(addr);
-            let w = &writers[caller];
-            let call = Call::post("/xrpc/com.atproto.repo.createRecord").bearer(&w.access);
-            let post = datagen::store::post(caller as u64, 0).value;
-            let text = post["text"].as_str().unwrap_or_default().to_owned();
-            let created = post["createdAt"].as_str().unwrap_or_default().to_owned();
-            let did = w.did.clone();
-            let counter = &counters[caller];
-            let outcomes = &outcomes;
-            move |i: u64| {
-                let n = counter.fetch_add(1, Ordering::Relaxed);
-                let body = format!(
-                    r#"{{"repo":"{did}","collection":"app.bsky.feed.post","record":{{"$type":"app.bsky.feed.post","text":"{text} #{n}","langs":["en"],"createdAt":"{created}"}}}}"#
-                );
-                let (status, answer) = conn.send(&call, Bytes::from(body));
-                outcomes.record(StatusCode::OK, status, &answer, i == 0);
-            }
-        });
+        bench_callers(
+            &mut g,
+            "create_record",
+            &format!("c{callers}"),
+            callers,
+            |caller| {
+                let mut conn = Conn::open(addr);
+                let w = &writers[caller];
+                let call = Call::post("/xrpc/com.atproto.repo.createRecord").bearer(&w.access);
+                let post = datagen::store::post(caller as u64, 0).value;
+                let text = post["text"].as_str().unwrap_or_default().to_owned();
+                let created = post["createdAt"].as_str().unwrap_or_default().to_owned();
+                let did = w.did.clone();
+                let counter = &counters[caller];
+                let outcomes = &outcomes;
+                move |i: u64| {
+                    let n = counter.fetch_add(1, Ordering::Relaxed);
+                    let body = format!(
+                        r#"{{"repo":"{did}","collection":"app.bsky.feed.post","record":{{"$type":"app.bsky.feed.post","text":"{text} #{n}","langs":["en"],"createdAt":"{created}"}}}}"#
+                    );
+                    let (status, answer) = conn.send(&call, Bytes::from(body));
+                    outcomes.record(StatusCode::OK, status, &answer, i == 0);
+                }
+            },
+        );
         // Each sampled answer names a record that reads back with its CID.
         for s in outcomes.check(&id) {
             let v: Value = serde_json::from_slice(&s).expect("createRecord answered JSON");
             let uri = v["uri"].as_str().expect("uri");
             let mut parts = uri.trim_start_matches("at://").split('/');
-            let (repo, collection, rkey) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
+            let (repo, collection, rkey) = (
+                parts.next().unwrap_or_default(),
+                parts.next().unwrap_or_default(),
+                parts.next().unwrap_or_default(),
+            );
             let got = json_ok(
                 seed.addr,
-                &Call::get(format!("/xrpc/com.atproto.repo.getRecord?repo={repo}&collection={collection}&rkey={rkey}")),
+                &Call::get(format!(
+                    "/xrpc/com.atproto.repo.getRecord?repo={repo}&collection={collection}&rkey={rkey}"
+                )),
                 None,
             );
-            assert_eq!(got["cid"], v["cid"], "{id}: {uri} reads back with another CID");
+            assert_eq!(
+                got["cid"], v["cid"],
+                "{id}: {uri} reads back with another CID"
+            );
         }
     }
     g.finish();

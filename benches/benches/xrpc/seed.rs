@@ -51,29 +51,46 @@ fn create_account(addr: SocketAddr, handle: &str) -> Account {
     let v = json_ok(
         addr,
         &Call::post("/xrpc/com.atproto.server.createAccount"),
-        Some(&json!({"handle": handle, "password": PASSWORD, "email": format!("{handle}@example.com")})),
+        Some(
+            &json!({"handle": handle, "password": PASSWORD, "email": format!("{handle}@example.com")}),
+        ),
     );
     Account {
         did: v["did"].as_str().expect("createAccount: did").to_owned(),
         handle: handle.to_owned(),
-        access: v["accessJwt"].as_str().expect("createAccount: accessJwt").to_owned(),
+        access: v["accessJwt"]
+            .as_str()
+            .expect("createAccount: accessJwt")
+            .to_owned(),
     }
 }
 
 /// Starts a server on a fresh store in `dir` with `config` adjusted by the
 /// caller, listening on a free loopback port.
-pub fn spawn(dir: &Path, name: &str, adjust: impl FnOnce(&mut xrpc::ServerConfig)) -> xrpc::RunningServer {
+pub fn spawn(
+    dir: &Path,
+    name: &str,
+    adjust: impl FnOnce(&mut xrpc::ServerConfig),
+) -> xrpc::RunningServer {
     let mut config = xrpc::ServerConfig::new(dir.join(format!("{name}.sqlite")));
     config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
     adjust(&mut config);
     let server = xrpc::spawn(config).unwrap_or_else(|e| panic!("xrpc::spawn: {e}"));
-    eprintln!("atbench: xrpc: {name} server {} ({})", server.url(), server.startup_report());
+    eprintln!(
+        "atbench: xrpc: {name} server {} ({})",
+        server.url(),
+        server.startup_report()
+    );
     server
 }
 
 /// The handle domain the server offers (`.localhost`, say).
 pub fn domain(addr: SocketAddr) -> String {
-    let v = json_ok(addr, &Call::get("/xrpc/com.atproto.server.describeServer"), None);
+    let v = json_ok(
+        addr,
+        &Call::get("/xrpc/com.atproto.server.describeServer"),
+        None,
+    );
     v["availableUserDomains"][0]
         .as_str()
         .expect("describeServer: a user domain")
@@ -96,7 +113,9 @@ pub fn accounts(addr: SocketAddr, prefix: &str, n: usize) -> Vec<Account> {
             });
         }
     });
-    out.into_iter().map(|a| a.expect("every account created")).collect()
+    out.into_iter()
+        .map(|a| a.expect("every account created"))
+        .collect()
 }
 
 /// Builds the route benches' server.
@@ -140,7 +159,12 @@ pub fn build(dir: &Path) -> Seed {
             .content_type("image/png"),
         Bytes::from(blob.clone()),
     );
-    assert_eq!(status, StatusCode::OK, "uploadBlob: {}", String::from_utf8_lossy(&body));
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "uploadBlob: {}",
+        String::from_utf8_lossy(&body)
+    );
     let uploaded: Value = serde_json::from_slice(&body).expect("uploadBlob: JSON");
     let blob_ref = uploaded["blob"].clone();
     let blob_cid = blob_ref["ref"]["$link"]
@@ -160,7 +184,11 @@ pub fn build(dir: &Path) -> Seed {
     );
     let uri = v["uri"].as_str().expect("createRecord: uri");
     let rkey = uri.rsplit('/').next().unwrap_or_default().to_owned();
-    records.push(("app.bsky.feed.post".into(), rkey, v["cid"].as_str().expect("cid").to_owned()));
+    records.push((
+        "app.bsky.feed.post".into(),
+        rkey,
+        v["cid"].as_str().expect("cid").to_owned(),
+    ));
 
     let mut posts_desc: Vec<String> = records
         .iter()
@@ -170,7 +198,10 @@ pub fn build(dir: &Path) -> Seed {
     posts_desc.sort_unstable_by(|a, b| b.cmp(a));
     let head = json_ok(
         addr,
-        &Call::get(format!("/xrpc/com.atproto.sync.getLatestCommit?did={}", reader.did)),
+        &Call::get(format!(
+            "/xrpc/com.atproto.sync.getLatestCommit?did={}",
+            reader.did
+        )),
         None,
     )["cid"]
         .as_str()

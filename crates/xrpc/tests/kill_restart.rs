@@ -31,12 +31,12 @@ use hyper::{Method, Request, StatusCode};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use repo::Cid;
 use repo::car::CarReader;
 use repo::commit::CommitRef;
 use repo::crypto::PublicKey;
 use repo::firehose::{Frame, verify_commit};
 use repo::mst::{MemoryBlockStore, Mst};
-use repo::Cid;
 use serde_json::{Value, json};
 
 /// Writer clients streaming createRecord concurrently.
@@ -112,7 +112,9 @@ async fn call(
     let body = match body {
         Some(v) => {
             req = req.header("content-type", "application/json");
-            Full::new(Bytes::from(serde_json::to_vec(v).map_err(|e| e.to_string())?))
+            Full::new(Bytes::from(
+                serde_json::to_vec(v).map_err(|e| e.to_string())?,
+            ))
         }
         None => Full::new(Bytes::new()),
     };
@@ -129,11 +131,22 @@ async fn call(
 }
 
 /// A call that must answer 200 with JSON.
-async fn json_ok(http: &Http, method: Method, url: &str, token: Option<&str>, body: Option<&Value>) -> Value {
+async fn json_ok(
+    http: &Http,
+    method: Method,
+    url: &str,
+    token: Option<&str>,
+    body: Option<&Value>,
+) -> Value {
     let (status, bytes) = call(http, method, url, token, body)
         .await
         .unwrap_or_else(|e| panic!("{url}: {e}"));
-    assert_eq!(status, StatusCode::OK, "{url}: {}", String::from_utf8_lossy(&bytes));
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "{url}: {}",
+        String::from_utf8_lossy(&bytes)
+    );
     serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{url}: not JSON: {e}"))
 }
 
@@ -154,7 +167,12 @@ const COLLECTION: &str = "app.bsky.feed.post";
 
 /// Streams createRecord calls until the connection fails (the kill);
 /// returns the writes answered 200.
-async fn writer(url: String, acc: Arc<Account>, client_no: usize, acked_total: Arc<AtomicU64>) -> Vec<Acked> {
+async fn writer(
+    url: String,
+    acc: Arc<Account>,
+    client_no: usize,
+    acked_total: Arc<AtomicU64>,
+) -> Vec<Acked> {
     let http = client();
     let endpoint = format!("{url}/xrpc/com.atproto.repo.createRecord");
     let mut acked = Vec::new();
@@ -168,7 +186,15 @@ async fn writer(url: String, acc: Arc<Account>, client_no: usize, acked_total: A
                 "createdAt": "2026-12-04T15:00:00.000Z",
             },
         });
-        match call(&http, Method::POST, &endpoint, Some(&acc.token), Some(&body)).await {
+        match call(
+            &http,
+            Method::POST,
+            &endpoint,
+            Some(&acc.token),
+            Some(&body),
+        )
+        .await
+        {
             Ok((StatusCode::OK, bytes)) => {
                 let v: Value = serde_json::from_slice(&bytes).expect("createRecord answered JSON");
                 let uri = v["uri"].as_str().expect("uri").to_owned();
@@ -195,7 +221,10 @@ async fn writer(url: String, acc: Arc<Account>, client_no: usize, acked_total: A
 /// every head in `heads` has come, then whatever follows within a grace
 /// period (so an extra or duplicated event would still be seen).
 async fn replay(url: &str, heads: &HashMap<String, Cid>) -> Vec<Vec<u8>> {
-    let ws = format!("{}/xrpc/com.atproto.sync.subscribeRepos?cursor=0", url.replacen("http", "ws", 1));
+    let ws = format!(
+        "{}/xrpc/com.atproto.sync.subscribeRepos?cursor=0",
+        url.replacen("http", "ws", 1)
+    );
     let (mut stream, _) = tokio_tungstenite::connect_async(ws.as_str())
         .await
         .expect("subscribeRepos connects");
@@ -219,7 +248,10 @@ async fn replay(url: &str, heads: &HashMap<String, Cid>) -> Vec<Vec<u8>> {
             Ok(Some(Ok(_))) => {}
         }
     }
-    assert!(pending.is_empty(), "the replay did not reach the heads {pending:?} within 20 s");
+    assert!(
+        pending.is_empty(),
+        "the replay did not reach the heads {pending:?} within 20 s"
+    );
     frames
 }
 
@@ -232,8 +264,18 @@ async fn acknowledged_writes_survive_sigkill_and_replay_exactly_once() {
 
     // First life: accounts, then concurrent createRecord streams, then SIGKILL.
     let pds = Pds::start(&db);
-    let server = json_ok(&http, Method::GET, &format!("{}/xrpc/com.atproto.server.describeServer", pds.url), None, None).await;
-    let domain = server["availableUserDomains"][0].as_str().unwrap_or(".test").to_owned();
+    let server = json_ok(
+        &http,
+        Method::GET,
+        &format!("{}/xrpc/com.atproto.server.describeServer", pds.url),
+        None,
+        None,
+    )
+    .await;
+    let domain = server["availableUserDomains"][0]
+        .as_str()
+        .unwrap_or(".test")
+        .to_owned();
     let mut accounts = Vec::new();
     for n in 0..CLIENTS {
         let v = json_ok(
@@ -257,7 +299,10 @@ async fn acknowledged_writes_survive_sigkill_and_replay_exactly_once() {
         .collect();
     let deadline = Instant::now() + Duration::from_secs(20);
     while acked_total.load(Ordering::Relaxed) < KILL_AFTER {
-        assert!(Instant::now() < deadline, "the writers did not reach {KILL_AFTER} writes");
+        assert!(
+            Instant::now() < deadline,
+            "the writers did not reach {KILL_AFTER} writes"
+        );
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     pds.kill();
@@ -265,7 +310,10 @@ async fn acknowledged_writes_survive_sigkill_and_replay_exactly_once() {
     for w in writers {
         acked.extend(w.await.expect("writer task"));
     }
-    eprintln!("kill_restart: {} writes acknowledged before SIGKILL", acked.len());
+    eprintln!(
+        "kill_restart: {} writes acknowledged before SIGKILL",
+        acked.len()
+    );
     assert!(acked.len() as u64 >= KILL_AFTER);
 
     // Second life on the same file.
@@ -277,7 +325,10 @@ async fn acknowledged_writes_survive_sigkill_and_replay_exactly_once() {
         let v = json_ok(
             &http,
             Method::GET,
-            &format!("{url}/xrpc/com.atproto.repo.getRecord?repo={}&collection={COLLECTION}&rkey={}", a.did, a.rkey),
+            &format!(
+                "{url}/xrpc/com.atproto.repo.getRecord?repo={}&collection={COLLECTION}&rkey={}",
+                a.did, a.rkey
+            ),
             None,
             None,
         )
@@ -289,12 +340,26 @@ async fn acknowledged_writes_survive_sigkill_and_replay_exactly_once() {
     let mut keys: HashMap<String, PublicKey> = HashMap::new();
     let mut heads: HashMap<String, Cid> = HashMap::new();
     for acc in &accounts {
-        let described = json_ok(&http, Method::GET, &format!("{url}/xrpc/com.atproto.repo.describeRepo?repo={}", acc.did), None, None).await;
-        let key = PublicKey::from_did_document(&described["didDoc"])
-            .unwrap_or_else(|e| panic!("{}: no signing key in describeRepo's didDoc: {e}", acc.did));
-        let (status, car) = call(&http, Method::GET, &format!("{url}/xrpc/com.atproto.sync.getRepo?did={}", acc.did), None, None)
-            .await
-            .expect("getRepo");
+        let described = json_ok(
+            &http,
+            Method::GET,
+            &format!("{url}/xrpc/com.atproto.repo.describeRepo?repo={}", acc.did),
+            None,
+            None,
+        )
+        .await;
+        let key = PublicKey::from_did_document(&described["didDoc"]).unwrap_or_else(|e| {
+            panic!("{}: no signing key in describeRepo's didDoc: {e}", acc.did)
+        });
+        let (status, car) = call(
+            &http,
+            Method::GET,
+            &format!("{url}/xrpc/com.atproto.sync.getRepo?did={}", acc.did),
+            None,
+            None,
+        )
+        .await
+        .expect("getRepo");
         assert_eq!(status, StatusCode::OK);
         let mut reader = CarReader::new(&car[..]).expect("CAR header").verify(true);
         let root = *reader.roots().first().expect("a CAR root");
@@ -304,19 +369,43 @@ async fn acknowledged_writes_survive_sigkill_and_replay_exactly_once() {
             blocks.insert(cid, data);
         }
         store.extend(blocks.iter().map(|(c, d)| (*c, d.clone())));
-        let commit_bytes = blocks.get(&root).expect("the root commit block is in the CAR");
+        let commit_bytes = blocks
+            .get(&root)
+            .expect("the root commit block is in the CAR");
         let commit = CommitRef::decode(commit_bytes).expect("root decodes as a commit");
         assert_eq!(commit.did, acc.did);
-        commit.verify(&key).expect("the commit signature verifies with the DID document's key");
+        commit
+            .verify(&key)
+            .expect("the commit signature verifies with the DID document's key");
         let mut mst = Mst::load(store, commit.data);
         mst.check_structure().expect("the MST is well formed");
         let entries: BTreeMap<String, Cid> = mst.entries().expect("MST walk").into_iter().collect();
         for a in acked.iter().filter(|a| a.did == acc.did) {
-            let got = entries.get(&format!("{COLLECTION}/{}", a.rkey)).map(|c| c.to_string());
-            assert_eq!(got.as_deref(), Some(a.cid.as_str()), "{a:?} is not in the MST of getRepo");
+            let got = entries
+                .get(&format!("{COLLECTION}/{}", a.rkey))
+                .map(|c| c.to_string());
+            assert_eq!(
+                got.as_deref(),
+                Some(a.cid.as_str()),
+                "{a:?} is not in the MST of getRepo"
+            );
         }
-        let latest = json_ok(&http, Method::GET, &format!("{url}/xrpc/com.atproto.sync.getLatestCommit?did={}", acc.did), None, None).await;
-        assert_eq!(latest["cid"].as_str(), Some(root.to_string().as_str()), "getLatestCommit vs getRepo's root");
+        let latest = json_ok(
+            &http,
+            Method::GET,
+            &format!(
+                "{url}/xrpc/com.atproto.sync.getLatestCommit?did={}",
+                acc.did
+            ),
+            None,
+            None,
+        )
+        .await;
+        assert_eq!(
+            latest["cid"].as_str(),
+            Some(root.to_string().as_str()),
+            "getLatestCommit vs getRepo's root"
+        );
         keys.insert(acc.did.clone(), key);
         heads.insert(acc.did.clone(), root);
     }
@@ -330,10 +419,12 @@ async fn acknowledged_writes_survive_sigkill_and_replay_exactly_once() {
         let frame = Frame::decode(bytes).expect("frame decodes");
         let seq = match &frame {
             Frame::Commit(c) => {
-                verify_commit(c, &keys).unwrap_or_else(|e| panic!("seq {} does not verify: {e}", c.seq));
+                verify_commit(c, &keys)
+                    .unwrap_or_else(|e| panic!("seq {} does not verify: {e}", c.seq));
                 for op in &c.ops {
                     if let Some(cid) = op.cid {
-                        let fresh = creates.insert((c.repo.to_owned(), format!("{} {cid}", op.path)));
+                        let fresh =
+                            creates.insert((c.repo.to_owned(), format!("{} {cid}", op.path)));
                         assert!(fresh, "seq {}: {} {cid} replayed twice", c.seq, op.path);
                     }
                 }
@@ -355,7 +446,11 @@ async fn acknowledged_writes_survive_sigkill_and_replay_exactly_once() {
         assert!(creates.contains(&key), "{a:?} has no #commit in the replay");
     }
     for (did, head) in &heads {
-        assert_eq!(last_commit.get(did), Some(head), "{did}: the replay's last #commit is not the head");
+        assert_eq!(
+            last_commit.get(did),
+            Some(head),
+            "{did}: the replay's last #commit is not the head"
+        );
     }
     eprintln!(
         "kill_restart: {} acknowledged writes present, {} accounts verified, {} events replayed once, in {:.1?}",
