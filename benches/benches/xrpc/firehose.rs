@@ -348,6 +348,9 @@ fn process_cpu() -> Duration {
     Duration::ZERO
 }
 
+/// One batch: the merged lag histogram, its wall and CPU time, its commits.
+type Batch = (Histogram<u64>, Duration, Duration, u64);
+
 /// Runs one fan-out benchmark over `consumers` (already connected);
 /// returns the lag summary of the measurement batches, or `None` when
 /// Criterion did not run it (filtered out, listed).
@@ -358,9 +361,7 @@ fn bench_fanout(
     consumers: &[(Arc<Consumer>, tokio::task::JoinHandle<()>)],
 ) -> Option<LatencySummary> {
     let id = g.id(implementation, &format!("consumers-{}", consumers.len()));
-    // Per batch: the merged lag histogram, the batch's wall and CPU time, its commits.
-    let batches: Mutex<VecDeque<(Histogram<u64>, Duration, Duration, u64)>> =
-        Mutex::new(VecDeque::new());
+    let batches: Mutex<VecDeque<Batch>> = Mutex::new(VecDeque::new());
     g.bench(
         implementation,
         &format!("consumers-{}", consumers.len()),

@@ -26,8 +26,11 @@ struct Route {
     /// Whether the caller picks its own call (`calls[caller]`, an account
     /// per caller) or rotates through them.
     per_caller: bool,
-    check: Box<dyn Fn(&Bytes) -> Result<(), String> + Sync>,
+    check: Check,
 }
+
+/// The check of one sampled answer.
+type Check = Box<dyn Fn(&Bytes) -> Result<(), String> + Sync>;
 
 fn json(body: &Bytes) -> Result<Value, String> {
     serde_json::from_slice(body)
