@@ -82,6 +82,69 @@ fn cpu_now() -> std::time::Duration {
     std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
+/// Whether a Criterion filter on the command line can select a benchmark
+/// of `group`, so that the fixtures of groups filtered out are not built
+/// (seeding, consumers, cohorts take seconds). A filter is a regex matched
+/// anywhere in the id: each `|` alternative is read up to its first regex
+/// character; one that names no `xrpc.` group (`health`, `.*`) keeps
+/// every group.
+fn wanted(group: &str) -> bool {
+    const VALUED: &[&str] = &[
+        "--save-baseline",
+        "-s",
+        "--baseline",
+        "-b",
+        "--load-baseline",
+        "--sample-size",
+        "--warm-up-time",
+        "--measurement-time",
+        "--nresamples",
+        "--noise-threshold",
+        "--confidence-level",
+        "--significance-level",
+        "--profile-time",
+        "--plotting-backend",
+        "--output-format",
+        "--color",
+        "-c",
+        "--format",
+        "--logfile",
+        "--skip",
+        "--baseline-lenient",
+    ];
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut filters = Vec::new();
+    let mut skip_next = false;
+    for a in &args {
+        if skip_next {
+            skip_next = false;
+        } else if a.starts_with('-') {
+            skip_next = VALUED.contains(&a.as_str());
+        } else {
+            filters.push(a.as_str());
+        }
+    }
+    if filters.is_empty() {
+        return true;
+    }
+    filters.iter().flat_map(|f| f.split('|')).any(|alt| {
+        let literal: String = alt
+            .chars()
+            .take_while(|c| !"*+?()[]{}^$\\".contains(*c))
+            .collect();
+        let literal = literal.trim_end_matches('.');
+        let names_xrpc_group = literal.starts_with("xrpc.") && literal.len() > "xrpc.".len();
+        let foreign = !literal.is_empty()
+            && !literal.starts_with("xrpc")
+            && !"xrpc".starts_with(literal)
+            && literal.contains('.');
+        if foreign {
+            return false;
+        }
+        !names_xrpc_group || literal.starts_with(group) || group.starts_with(literal)
+    })
+}
+
 fn main() {
     let mut target = BenchTarget::new(
         "xrpc",
@@ -101,12 +164,21 @@ fn main() {
             "load_generator": "in process: one thread and one keep-alive hyper HTTP/1.1 connection per caller, loopback; shares the cores with the server",
         }),
     );
-    kdf_cpu();
-    let fixture = seed::build(dir.path());
-    routes::run_routes(&mut target, &fixture);
-    routes::run_writes(&mut target, &fixture);
-    drop(fixture);
-    firehose::run(&mut target, dir.path());
-    churn::run(&mut target, dir.path());
+    if wanted("xrpc.route") || wanted("xrpc.write") {
+        kdf_cpu();
+        let fixture = seed::build(dir.path());
+        if wanted("xrpc.route") {
+            routes::run_routes(&mut target, &fixture);
+        }
+        if wanted("xrpc.write") {
+            routes::run_writes(&mut target, &fixture);
+        }
+    }
+    if wanted("xrpc.firehose") {
+        firehose::run(&mut target, dir.path());
+    }
+    if wanted("xrpc.websocket_churn") {
+        churn::run(&mut target, dir.path());
+    }
     target.finish();
 }
