@@ -38,6 +38,8 @@ pub struct App {
     pub public_url: String,
     /// The firehose.
     pub hub: Arc<Hub>,
+    /// The read pool.
+    pub reads: crate::pool::Pool,
     /// The `describeServer` answer.
     pub describe: Bytes,
     /// The startup report line.
@@ -168,7 +170,9 @@ impl App {
             }
         );
         let hub = Arc::new(Hub::new(&config, r.next_seq - 1));
+        let reads = crate::pool::Pool::new(config.read_threads)?;
         Ok(App {
+            reads,
             store,
             accounts,
             tokens: Tokens::new(&jwt, &server_did),

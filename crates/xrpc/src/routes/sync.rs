@@ -74,7 +74,9 @@ pub async fn get_repo(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> 
     let since = p.opt_tid("since")?.map(str::to_owned);
     let store = app.store.clone();
     let did2 = did.clone();
-    if blocking(move || Ok(store.repo_root(&did2)?))
+    if app
+        .reads
+        .run(move || Ok(store.repo_root(&did2)?))
         .await?
         .is_none()
     {
@@ -173,7 +175,9 @@ pub async fn get_latest_commit(app: &Arc<App>, parts: &Parts) -> XResult<Respons
     let did = p.did("did")?.to_owned();
     let store = app.store.clone();
     let did2 = did.clone();
-    let root = blocking(move || Ok(store.repo_root(&did2)?))
+    let root = app
+        .reads
+        .run(move || Ok(store.repo_root(&did2)?))
         .await?
         .ok_or_else(|| repo_not_found(&did))?;
     let mut s = String::with_capacity(96);
@@ -203,8 +207,10 @@ pub async fn get_repo_status(app: &Arc<App>, parts: &Parts) -> XResult<Response<
     let did = p.did("did")?.to_owned();
     let store = app.store.clone();
     let did2 = did.clone();
-    let (state, root) =
-        blocking(move || Ok((store.account_state(&did2)?, store.repo_root(&did2)?))).await?;
+    let (state, root) = app
+        .reads
+        .run(move || Ok((store.account_state(&did2)?, store.repo_root(&did2)?)))
+        .await?;
     let (Some(state), Some(root)) = (state, root) else {
         return Err(repo_not_found(&did));
     };
@@ -232,7 +238,10 @@ pub async fn list_repos(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>
         Some(_) => Some(p.did("cursor")?.to_owned()),
     };
     let store = app.store.clone();
-    let page = blocking(move || Ok(store.list_repos(cursor.as_deref(), limit)?)).await?;
+    let page = app
+        .reads
+        .run(move || Ok(store.list_repos(cursor.as_deref(), limit)?))
+        .await?;
     let mut s = String::with_capacity(32 + page.len() * 200);
     s.push_str("{\"repos\":[");
     for (i, (did, root, state)) in page.iter().enumerate() {
