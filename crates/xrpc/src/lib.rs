@@ -86,6 +86,10 @@ pub struct ServerConfig {
     pub read_threads: usize,
     /// Concurrent `subscribeRepos` connections.
     pub max_subscribers: usize,
+    /// `SO_SNDBUF` of each subscriber's socket (0: the kernel's
+    /// autotuning, which lets megabytes of frames sit in the kernel before
+    /// the outbox bound applies).
+    pub subscriber_send_buffer: usize,
     /// Frames a subscriber's outbox holds before it is dropped as too slow.
     pub outbox_frames: usize,
     /// Bytes a subscriber's outbox holds before it is dropped as too slow.
@@ -118,6 +122,7 @@ impl ServerConfig {
             max_header_bytes: 16 << 10,
             read_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             max_subscribers: 1024,
+            subscriber_send_buffer: 128 << 10,
             outbox_frames: 4096,
             outbox_bytes: 16 << 20,
             ping_interval: Duration::from_secs(30),
