@@ -299,12 +299,31 @@ impl Hub {
         self.committed.fetch_max(inner.head, Ordering::AcqRel);
     }
 
+    /// With no subscriber, moves the head to the last committed event
+    /// without reading anything (a write-heavy server with nobody
+    /// listening pays nothing for the firehose). Checked and done under
+    /// the lock `attach` takes, so a subscriber attaching afterwards sees
+    /// the new head, and one with an older cursor replays from the store.
+    fn skip_when_idle(&self) -> bool {
+        let mut inner = self.lock();
+        if !inner.subs.is_empty() {
+            return false;
+        }
+        inner.head = inner.head.max(self.committed.load(Ordering::Acquire));
+        inner.ring.clear();
+        inner.ring_bytes = 0;
+        true
+    }
+
     /// The broadcaster: reads new events after each wake and publishes them.
     pub async fn run(self: Arc<Self>, store: Arc<Store>) {
         loop {
             self.wake.notified().await;
             if self.is_closing() {
                 return;
+            }
+            if self.skip_when_idle() {
+                continue;
             }
             loop {
                 let head = self.lock().head;
@@ -401,6 +420,18 @@ mod tests {
         let mut got = Vec::new();
         fast.take(&mut got, 10).unwrap();
         assert_eq!(got.len(), 1);
+    }
+
+    #[test]
+    fn with_nobody_listening_the_head_moves_and_a_cursor_replays_from_the_store() {
+        let h = hub(100, 1 << 20);
+        h.publish((1..=3).map(|s| frame(s, 4)).collect());
+        h.committed(9);
+        assert!(h.skip_when_idle());
+        assert_eq!(h.lock().head, 9);
+        assert!(matches!(h.attach(Some(2)), Attach::Behind));
+        assert!(matches!(h.attach(Some(9)), Attach::Live(_, b) if b.is_empty()));
+        assert!(!h.skip_when_idle());
     }
 
     #[test]
