@@ -39,7 +39,7 @@ pub struct App {
     /// The firehose.
     pub hub: Arc<Hub>,
     /// The read pool.
-    pub reads: crate::pool::Pool,
+    pub reads: Arc<crate::pool::Pool>,
     /// The `describeServer` answer.
     pub describe: Bytes,
     /// The startup report line.
@@ -170,7 +170,7 @@ impl App {
             }
         );
         let hub = Arc::new(Hub::new(&config, r.next_seq - 1));
-        let reads = crate::pool::Pool::new(config.read_threads)?;
+        let reads = Arc::new(crate::pool::Pool::new(config.read_threads)?);
         Ok(App {
             reads,
             store,

@@ -316,7 +316,7 @@ impl Hub {
     }
 
     /// The broadcaster: reads new events after each wake and publishes them.
-    pub async fn run(self: Arc<Self>, store: Arc<Store>) {
+    pub async fn run(self: Arc<Self>, store: Arc<Store>, reads: Arc<crate::pool::Pool>) {
         loop {
             self.wake.notified().await;
             if self.is_closing() {
@@ -328,12 +328,12 @@ impl Hub {
             loop {
                 let head = self.lock().head;
                 let st = store.clone();
-                let page = tokio::task::spawn_blocking(move || st.events_after(head, PAGE)).await;
+                let page = reads.run(move || Ok(st.events_after(head, PAGE)?)).await;
                 let events = match page {
-                    Ok(Ok(e)) => e,
+                    Ok(e) => e,
                     // A failed read is retried at the next wake; the
                     // subscribers' replay reads the store themselves.
-                    Ok(Err(_)) | Err(_) => break,
+                    Err(_) => break,
                 };
                 let full = events.len() == PAGE;
                 self.publish(

@@ -195,11 +195,12 @@ async fn run(app: Arc<App>, ws: Ws, cursor: Option<i64>, _slot: Slot) {
             Attach::Behind => {
                 let store = app.store.clone();
                 let from = last;
-                let page =
-                    tokio::task::spawn_blocking(move || store.events_after(from, REPLAY_PAGE))
-                        .await;
+                let page = app
+                    .reads
+                    .run(move || Ok(store.events_after(from, REPLAY_PAGE)?))
+                    .await;
                 let events = match page {
-                    Ok(Ok(e)) => e,
+                    Ok(e) => e,
                     _ => {
                         goodbye(&mut tx, "InternalError", "replay failed", CloseCode::Error).await;
                         return;
