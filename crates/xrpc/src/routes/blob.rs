@@ -125,6 +125,13 @@ pub async fn get_blob(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> 
     let found = app
         .reads
         .run(move || {
+            if !head && range.is_none() {
+                // The common case: one lookup for type and bytes.
+                return Ok(store.get_blob(&did, &cid)?.map(|b| {
+                    let size = b.bytes.len() as u64;
+                    (b.mime, size, Ok((None, Some(b.bytes))))
+                }));
+            }
             let Some((mime, size)) = store.blob_meta(&did, &cid)? else {
                 return Ok(None);
             };
