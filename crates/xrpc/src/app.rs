@@ -38,6 +38,11 @@ pub struct App {
     pub public_url: String,
     /// The firehose.
     pub hub: Arc<Hub>,
+    /// The read pool.
+    pub reads: Arc<crate::pool::Pool>,
+    /// Password hashes running at once (one per read thread): each fills
+    /// 16 MiB, so fifty logins at once would otherwise take 800 MiB.
+    pub kdf: tokio::sync::Semaphore,
     /// The `describeServer` answer.
     pub describe: Bytes,
     /// The startup report line.
@@ -168,7 +173,10 @@ impl App {
             }
         );
         let hub = Arc::new(Hub::new(&config, r.next_seq - 1));
+        let reads = Arc::new(crate::pool::Pool::new(config.read_threads)?);
         Ok(App {
+            kdf: tokio::sync::Semaphore::new(config.read_threads.max(1)),
+            reads,
             store,
             accounts,
             tokens: Tokens::new(&jwt, &server_did),
@@ -179,6 +187,14 @@ impl App {
             startup,
             config,
         })
+    }
+
+    /// A slot to run one password hash in (see [`App::kdf`]).
+    pub async fn kdf_slot(&self) -> XResult<tokio::sync::SemaphorePermit<'_>> {
+        self.kdf
+            .acquire()
+            .await
+            .map_err(|_| XrpcError::internal("server shutting down"))
     }
 
     /// The account a `repo` parameter names (a DID or a handle).

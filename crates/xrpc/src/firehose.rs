@@ -155,6 +155,9 @@ pub struct Hub {
     wake: Notify,
     /// The highest seq known committed.
     committed: AtomicI64,
+    /// Subscribers attached (or attaching); written under the lock only.
+    /// A commit wakes the broadcaster only when it is non-zero.
+    live: AtomicUsize,
     stats: Arc<Stats>,
     max_subscribers: usize,
     outbox_frames: usize,
@@ -185,6 +188,7 @@ impl Hub {
             }),
             wake: Notify::new(),
             committed: AtomicI64::new(head),
+            live: AtomicUsize::new(0),
             stats: Arc::new(Stats::default()),
             max_subscribers: config.max_subscribers,
             outbox_frames: config.outbox_frames.max(1),
@@ -204,14 +208,23 @@ impl Hub {
     }
 
     /// A write committed the event `seq` (and those before it).
+    ///
+    /// With nobody attached the broadcaster is not woken (a write-heavy
+    /// server with no subscriber pays nothing for the firehose). This
+    /// store, then the load of `live`, pairs with `attach`'s store of
+    /// `live`, then load of `committed` (all SeqCst): at least one side
+    /// sees the other, so either the attaching subscriber's head already
+    /// covers `seq` or this wake publishes it.
     pub fn committed(&self, seq: i64) {
-        self.committed.fetch_max(seq, Ordering::AcqRel);
-        self.wake.notify_one();
+        self.committed.fetch_max(seq, Ordering::SeqCst);
+        if self.live.load(Ordering::SeqCst) > 0 {
+            self.wake.notify_one();
+        }
     }
 
     /// The highest seq known committed.
     pub fn head(&self) -> i64 {
-        self.committed.load(Ordering::Acquire)
+        self.committed.load(Ordering::SeqCst)
     }
 
     /// Takes a subscriber slot, if under the limit.
@@ -240,6 +253,12 @@ impl Hub {
     /// live only).
     pub fn attach(&self, cursor: Option<i64>) -> Attach {
         let mut inner = self.lock();
+        self.live.store(inner.subs.len() + 1, Ordering::SeqCst);
+        if inner.subs.is_empty() {
+            // Nobody was listening, so the broadcaster may not have been
+            // woken for the latest commits: move the head to them.
+            Self::fast_forward(&mut inner, self.committed.load(Ordering::SeqCst));
+        }
         let backlog = match cursor {
             None => Vec::new(),
             Some(c) if c >= inner.head => Vec::new(),
@@ -247,7 +266,10 @@ impl Hub {
                 Some(f) if f.seq <= c + 1 => {
                     inner.ring.iter().filter(|f| f.seq > c).cloned().collect()
                 }
-                _ => return Attach::Behind,
+                _ => {
+                    self.live.store(inner.subs.len(), Ordering::SeqCst);
+                    return Attach::Behind;
+                }
             },
         };
         let outbox = Arc::new(Outbox {
@@ -267,7 +289,19 @@ impl Hub {
 
     /// Detaches a subscriber.
     pub fn detach(&self, outbox: &Arc<Outbox>) {
-        self.lock().subs.retain(|s| !Arc::ptr_eq(s, outbox));
+        let mut inner = self.lock();
+        inner.subs.retain(|s| !Arc::ptr_eq(s, outbox));
+        self.live.store(inner.subs.len(), Ordering::SeqCst);
+    }
+
+    /// Moves the head to `to` without publishing; the ring, no longer
+    /// contiguous with the head, is emptied.
+    fn fast_forward(inner: &mut Inner, to: i64) {
+        if to > inner.head {
+            inner.head = to;
+            inner.ring.clear();
+            inner.ring_bytes = 0;
+        }
     }
 
     fn publish(&self, frames: Vec<Shared>) {
@@ -295,26 +329,44 @@ impl Hub {
             inner
                 .subs
                 .retain(|s| s.q.lock().unwrap_or_else(|p| p.into_inner()).state == State::Open);
+            self.live.store(inner.subs.len(), Ordering::SeqCst);
         }
-        self.committed.fetch_max(inner.head, Ordering::AcqRel);
+        self.committed.fetch_max(inner.head, Ordering::SeqCst);
+    }
+
+    /// With no subscriber, moves the head to the last committed event
+    /// without reading anything (a write-heavy server with nobody
+    /// listening pays nothing for the firehose). Checked and done under
+    /// the lock `attach` takes, so a subscriber attaching afterwards sees
+    /// the new head, and one with an older cursor replays from the store.
+    fn skip_when_idle(&self) -> bool {
+        let mut inner = self.lock();
+        if !inner.subs.is_empty() {
+            return false;
+        }
+        Self::fast_forward(&mut inner, self.committed.load(Ordering::SeqCst));
+        true
     }
 
     /// The broadcaster: reads new events after each wake and publishes them.
-    pub async fn run(self: Arc<Self>, store: Arc<Store>) {
+    pub async fn run(self: Arc<Self>, store: Arc<Store>, reads: Arc<crate::pool::Pool>) {
         loop {
             self.wake.notified().await;
             if self.is_closing() {
                 return;
             }
+            if self.skip_when_idle() {
+                continue;
+            }
             loop {
                 let head = self.lock().head;
                 let st = store.clone();
-                let page = tokio::task::spawn_blocking(move || st.events_after(head, PAGE)).await;
+                let page = reads.run(move || Ok(st.events_after(head, PAGE)?)).await;
                 let events = match page {
-                    Ok(Ok(e)) => e,
+                    Ok(e) => e,
                     // A failed read is retried at the next wake; the
                     // subscribers' replay reads the store themselves.
-                    Ok(Err(_)) | Err(_) => break,
+                    Err(_) => break,
                 };
                 let full = events.len() == PAGE;
                 self.publish(
@@ -401,6 +453,23 @@ mod tests {
         let mut got = Vec::new();
         fast.take(&mut got, 10).unwrap();
         assert_eq!(got.len(), 1);
+    }
+
+    #[test]
+    fn with_nobody_listening_the_head_moves_and_a_cursor_replays_from_the_store() {
+        let h = hub(100, 1 << 20);
+        h.publish((1..=3).map(|s| frame(s, 4)).collect());
+        h.committed(9);
+        assert!(h.skip_when_idle());
+        assert_eq!(h.lock().head, 9);
+        assert!(matches!(h.attach(Some(2)), Attach::Behind));
+        assert!(matches!(h.attach(Some(9)), Attach::Live(_, b) if b.is_empty()));
+        assert!(!h.skip_when_idle());
+        // A first subscriber after unpublished commits starts at them.
+        let h = hub(100, 1 << 20);
+        h.committed(4);
+        assert!(matches!(h.attach(None), Attach::Live(..)));
+        assert_eq!(h.lock().head, 4);
     }
 
     #[test]

@@ -5,9 +5,10 @@
 //! # Shape
 //!
 //! One tokio runtime: the async threads parse HTTP, route, check tokens and
-//! render JSON; every store call (SQLite reads, commits that wait on the
-//! store's group commit, scrypt) runs on tokio's blocking pool, so a slow
-//! commit never stalls a connection's parsing. The router is a `match` on
+//! render JSON; no store call runs on them. Short reads run on a fixed read
+//! pool (`pool.rs`, one thread per core); commits, which wait on the
+//! store's group commit, and scrypt run on tokio's blocking pool, so a
+//! slow commit never stalls a connection's parsing. The router is a `match` on
 //! the method name (`routes/mod.rs`); handlers render their JSON directly
 //! into one buffer (records come pre-rendered from the store:
 //! [`store::RecordView::json`]).
@@ -24,6 +25,7 @@
 //! | `password` | scrypt password hashes |
 //! | `accounts` | the account file: handles, password hashes, refresh tokens |
 //! | `plc` | did:plc genesis operations and their submission |
+//! | `pool` | the read pool: the store's short reads, off the async threads |
 //! | `routes` | the XRPC methods, by lexicon namespace |
 //! | `firehose` | the event hub: frames read once from the store, shared by all subscribers |
 //! | `subscribe` | one WebSocket subscriber: replay, cut-over, outbox, ping |
@@ -44,6 +46,7 @@ mod net;
 mod params;
 mod password;
 mod plc;
+mod pool;
 mod routes;
 mod subscribe;
 
@@ -79,8 +82,14 @@ pub struct ServerConfig {
     pub max_url_bytes: usize,
     /// Largest request head (request line and headers, bytes).
     pub max_header_bytes: usize,
+    /// Threads running the store's short reads (see `pool.rs`).
+    pub read_threads: usize,
     /// Concurrent `subscribeRepos` connections.
     pub max_subscribers: usize,
+    /// `SO_SNDBUF` of each subscriber's socket (0: the kernel's
+    /// autotuning, which lets megabytes of frames sit in the kernel before
+    /// the outbox bound applies).
+    pub subscriber_send_buffer: usize,
     /// Frames a subscriber's outbox holds before it is dropped as too slow.
     pub outbox_frames: usize,
     /// Bytes a subscriber's outbox holds before it is dropped as too slow.
@@ -111,7 +120,9 @@ impl ServerConfig {
             json_body_limit: 1 << 20,
             max_url_bytes: 8 << 10,
             max_header_bytes: 16 << 10,
+            read_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             max_subscribers: 1024,
+            subscriber_send_buffer: 128 << 10,
             outbox_frames: 4096,
             outbox_bytes: 16 << 20,
             ping_interval: Duration::from_secs(30),

@@ -103,7 +103,7 @@ impl Bound {
             .await
             .map_err(|e| ServerError::Startup(e.to_string()))??;
         let app = Arc::new(app);
-        tokio::spawn(app.hub.clone().run(app.store.clone()));
+        tokio::spawn(app.hub.clone().run(app.store.clone(), app.reads.clone()));
         Ok(Bound {
             listener,
             addr,

@@ -5,8 +5,9 @@
 //! at its defaults, N = 16384, r = 8, p = 1, keylen 64). Each hash fills
 //! 128 * N * r = 16 MiB, so a guess costs an attacker 16 MiB of memory
 //! bandwidth and GPUs gain little; it also costs the server that much per
-//! login, which is why `createSession` runs on the blocking pool and is the
-//! slowest route by design. Tests lower N through
+//! login, which is why `createSession` runs on the blocking pool, at most
+//! one hash per core at a time (`App::kdf`: memory stays at 16 MiB per
+//! core however many logins arrive), and is the slowest route by design. Tests lower N through
 //! [`ServerConfig::scrypt_log_n`](crate::ServerConfig::scrypt_log_n) (the
 //! cost is stored in each hash, so hashes of any cost verify).
 //!

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use http::request::Parts;
 use http::{HeaderValue, Response, StatusCode, header};
-use hyper::upgrade::{OnUpgrade, Upgraded};
+use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 use repo::firehose::{ErrorFrame, Frame};
 use tokio_tungstenite::WebSocketStream;
@@ -33,7 +33,7 @@ const BATCH: usize = 256;
 /// How long a goodbye (error frame and close) may take to send.
 const GOODBYE: Duration = Duration::from_secs(10);
 
-type Ws = WebSocketStream<TokioIo<Upgraded>>;
+type Ws = WebSocketStream<tokio::net::TcpStream>;
 type Tx = futures_util::stream::SplitSink<Ws, Message>;
 
 fn header_has(parts: &Parts, name: header::HeaderName, token: &str) -> bool {
@@ -87,9 +87,25 @@ pub fn upgrade(app: &Arc<App>, parts: &mut Parts) -> XResult<Response<Body>> {
         let config = WebSocketConfig::default()
             .max_message_size(Some(64 << 10))
             .max_frame_size(Some(64 << 10));
-        let ws =
-            WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config))
-                .await;
+        // The socket itself (hyper hands it back with any bytes it read
+        // past the request), so its send buffer can be bounded: with the
+        // kernel's autotuning, megabytes of frames would queue there
+        // before the outbox bound applies to a slow subscriber.
+        let Ok(parts) = upgraded.downcast::<TokioIo<tokio::net::TcpStream>>() else {
+            return;
+        };
+        let tcp = parts.io.into_inner();
+        if app2.config.subscriber_send_buffer > 0 {
+            let _ = socket2::SockRef::from(&tcp)
+                .set_send_buffer_size(app2.config.subscriber_send_buffer);
+        }
+        let ws = WebSocketStream::from_partially_read(
+            tcp,
+            parts.read_buf.to_vec(),
+            Role::Server,
+            Some(config),
+        )
+        .await;
         run(app2, ws, cursor, slot).await;
     });
     let mut r = Response::new(Body::empty());
@@ -179,11 +195,12 @@ async fn run(app: Arc<App>, ws: Ws, cursor: Option<i64>, _slot: Slot) {
             Attach::Behind => {
                 let store = app.store.clone();
                 let from = last;
-                let page =
-                    tokio::task::spawn_blocking(move || store.events_after(from, REPLAY_PAGE))
-                        .await;
+                let page = app
+                    .reads
+                    .run(move || Ok(store.events_after(from, REPLAY_PAGE)?))
+                    .await;
                 let events = match page {
-                    Ok(Ok(e)) => e,
+                    Ok(e) => e,
                     _ => {
                         goodbye(&mut tx, "InternalError", "replay failed", CloseCode::Error).await;
                         return;

@@ -283,3 +283,113 @@ async fn writes_need_a_token_of_the_repo_owner() {
     assert_ne!(status["rev"], head_before);
     let _ = a;
 }
+
+/// A PLC directory stand-in: records each POST (path, JSON body) and
+/// answers `status`.
+async fn fake_plc(
+    status: u16,
+) -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<(String, serde_json::Value)>>>,
+) {
+    use http_body_util::BodyExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let seen = seen2.clone();
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        let seen = seen.clone();
+                        async move {
+                            let path = req.uri().path().to_owned();
+                            let body = req.into_body().collect().await.unwrap().to_bytes();
+                            let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                            seen.lock().unwrap().push((path, v));
+                            let mut r = hyper::Response::new(http_body_util::Full::new(
+                                bytes::Bytes::from_static(b"{}"),
+                            ));
+                            *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
+                            Ok::<_, std::convert::Infallible>(r)
+                        }
+                    },
+                );
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    (url, seen)
+}
+
+#[tokio::test]
+async fn genesis_operation_is_submitted_to_the_plc_directory() {
+    let (plc, seen) = fake_plc(200).await;
+    let s = start_with(|c| c.plc_url = Some(plc.clone()));
+    let (did, _, _) = s.account("plc.test").await;
+    let ops = seen.lock().unwrap().clone();
+    assert_eq!(ops.len(), 1);
+    let (path, op) = &ops[0];
+    assert_eq!(path, &format!("/{did}"));
+    assert_eq!(op["type"], "plc_operation");
+    assert_eq!(op["prev"], serde_json::Value::Null);
+    assert_eq!(op["alsoKnownAs"], json!(["at://plc.test"]));
+    assert_eq!(op["services"]["atproto_pds"]["endpoint"], s.url);
+    // The DID is the hash of the signed operation (what a directory
+    // recomputes), and the signature verifies with the rotation key.
+    let signed = repo::cbor::to_vec(&repo::cbor::json::from_json_value(op).unwrap());
+    let hash = <sha2::Sha256 as sha2::Digest>::digest(&signed);
+    let b32 = data_encoding::BASE32_NOPAD
+        .encode(&hash)
+        .to_ascii_lowercase();
+    assert_eq!(&did["did:plc:".len()..], &b32[..24]);
+    let mut unsigned = op.clone();
+    let sig = unsigned.as_object_mut().unwrap().remove("sig").unwrap();
+    let sig = data_encoding::BASE64URL_NOPAD
+        .decode(sig.as_str().unwrap().as_bytes())
+        .unwrap();
+    let rot =
+        repo::crypto::PublicKey::from_did_key(op["rotationKeys"][0].as_str().unwrap()).unwrap();
+    rot.verify(
+        &repo::cbor::to_vec(&repo::cbor::json::from_json_value(&unsigned).unwrap()),
+        &sig,
+    )
+    .unwrap();
+    // The verification method is the key the repository is signed with.
+    let key = op["verificationMethods"]["atproto"].as_str().unwrap();
+    let doc = s
+        .get(&format!("/xrpc/com.atproto.repo.describeRepo?repo={did}"))
+        .await
+        .ok_json();
+    assert_eq!(
+        doc["didDoc"]["verificationMethod"][0]["publicKeyMultibase"],
+        key.trim_start_matches("did:key:")
+    );
+}
+
+#[tokio::test]
+async fn a_refusing_plc_directory_fails_the_account_and_frees_the_handle() {
+    let (plc, _) = fake_plc(400).await;
+    let s = start_with(|c| c.plc_url = Some(plc));
+    let body = json!({"handle": "refused.test", "password": "x"});
+    s.post("/xrpc/com.atproto.server.createAccount", None, &body)
+        .await
+        .expect_error(502, "UpstreamFailure");
+    s.get("/xrpc/com.atproto.identity.resolveHandle?handle=refused.test")
+        .await
+        .expect_error(400, "HandleNotFound");
+    let repos = s.get("/xrpc/com.atproto.sync.listRepos").await.ok_json();
+    assert_eq!(repos["repos"], json!([]));
+    // Unreachable directory: the same.
+    let s2 = start_with(|c| c.plc_url = Some("http://127.0.0.1:1".into()));
+    s2.post("/xrpc/com.atproto.server.createAccount", None, &body)
+        .await
+        .expect_error(502, "UpstreamFailure");
+}

@@ -205,3 +205,72 @@ fn atpds_prints_its_address_first_and_stops_on_sigterm() {
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_during_writes_loses_no_answered_write() {
+    let mut s = start_with(|_| {});
+    let mut accounts = Vec::new();
+    for i in 0..4 {
+        accounts.push(s.account(&format!("w{i}.test")).await);
+    }
+    let answered = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut writers = Vec::new();
+    for (did, tok, _) in accounts {
+        let (url, answered) = (s.url.clone(), answered.clone());
+        writers.push(tokio::spawn(async move {
+            let client = hyper_util::client::legacy::Client::builder(
+                hyper_util::rt::TokioExecutor::new(),
+            )
+            .build_http::<http_body_util::Full<Bytes>>();
+            for i in 0.. {
+                let body = json!({"repo": did, "collection": "app.bsky.feed.post", "record": {"text": format!("s{i}")}});
+                let req = hyper::Request::post(format!("{url}/xrpc/com.atproto.repo.createRecord"))
+                    .header("authorization", format!("Bearer {tok}"))
+                    .header("content-type", "application/json")
+                    .body(http_body_util::Full::new(Bytes::from(body.to_string())))
+                    .unwrap();
+                let Ok(resp) = client.request(req).await else {
+                    return;
+                };
+                if resp.status() != 200 {
+                    return;
+                }
+                let body = http_body_util::BodyExt::collect(resp.into_body()).await;
+                let Ok(body) = body else { return };
+                let v: serde_json::Value = serde_json::from_slice(&body.to_bytes()).unwrap();
+                answered
+                    .lock()
+                    .unwrap()
+                    .push(v["uri"].as_str().unwrap().to_owned());
+            }
+        }));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let server = s.server.take().unwrap();
+    tokio::task::spawn_blocking(move || server.shutdown())
+        .await
+        .unwrap();
+    for w in writers {
+        w.await.unwrap();
+    }
+    let answered = answered.lock().unwrap().clone();
+    assert!(
+        answered.len() > 10,
+        "only {} writes before shutdown",
+        answered.len()
+    );
+    let store =
+        store::Store::open(s.dir.path().join("pds.sqlite"), store::Config::default()).unwrap();
+    for uri in &answered {
+        let mut parts = uri.trim_start_matches("at://").split('/');
+        let (did, col, rkey) = (
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+        );
+        assert!(
+            store.get_record(did, col, rkey).unwrap().is_some(),
+            "{uri} lost"
+        );
+    }
+}

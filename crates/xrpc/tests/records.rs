@@ -377,12 +377,21 @@ async fn sync_reads_repo_car_proof_status_list() {
         .await;
     assert_eq!(proof.status, 200);
     let mut reader = CarReader::new(&proof.body[..]).unwrap();
+    assert_eq!(reader.roots(), &[head_after(&s, &did).await]);
     let mut got = Vec::new();
-    while let Some((c, _)) = reader.next_block().unwrap() {
+    let mut mem = repo::mst::MemoryBlockStore::new();
+    while let Some((c, b)) = reader.next_block().unwrap() {
         got.push(c);
+        mem.put(c, b);
     }
     assert!(got.contains(&Cid::parse_str(rcid).unwrap()));
     assert!(got.len() < blocks.len());
+    // The proof alone walks from the signed commit to the record.
+    let commit_bytes = mem.get(&got[0]).unwrap().to_vec();
+    let commit = repo::commit::CommitRef::decode(&commit_bytes).unwrap();
+    let key = format!("{POST}/{rkey}");
+    let mut mst = repo::mst::Mst::load(&mem, commit.data);
+    assert_eq!(mst.get(&key).unwrap(), Some(Cid::parse_str(rcid).unwrap()));
     s.get(&format!(
         "/xrpc/com.atproto.sync.getRecord?did={did}&collection={POST}&rkey=absent"
     ))
@@ -428,6 +437,14 @@ async fn sync_reads_repo_car_proof_status_list() {
     ] {
         s.get(&path).await.expect_error(400, "RepoNotFound");
     }
+}
+
+async fn head_after(s: &support::TestServer, did: &str) -> Cid {
+    let v = s
+        .get(&format!("/xrpc/com.atproto.sync.getLatestCommit?did={did}"))
+        .await
+        .ok_json();
+    Cid::parse_str(v["cid"].as_str().unwrap()).unwrap()
 }
 
 #[tokio::test]

@@ -53,7 +53,10 @@ pub async fn list_missing_blobs(app: &Arc<App>, parts: &Parts) -> XResult<Respon
     let cursor = p.opt_cid("cursor")?;
     let store = app.store.clone();
     let did2 = did.clone();
-    let missing = blocking(move || Ok(store.missing_blobs(&did2, cursor.as_ref(), limit)?)).await?;
+    let missing = app
+        .reads
+        .run(move || Ok(store.missing_blobs(&did2, cursor.as_ref(), limit)?))
+        .await?;
     let mut s = String::with_capacity(32 + missing.len() * 160);
     s.push_str("{\"blobs\":[");
     for (i, (cid, path)) in missing.iter().enumerate() {
@@ -119,23 +122,32 @@ pub async fn get_blob(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> 
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let store = app.store.clone();
-    let found = blocking(move || {
-        let Some((mime, size)) = store.blob_meta(&did, &cid)? else {
-            return Ok(None);
-        };
-        let range = match range.as_deref().and_then(|r| parse_range(r, size)) {
-            None => None,
-            Some(Ok(r)) => Some(r),
-            Some(Err(())) => return Ok(Some((mime, size, Err(())))),
-        };
-        let bytes = match (head, range) {
-            (true, _) => None,
-            (false, None) => store.get_blob(&did, &cid)?.map(|b| b.bytes),
-            (false, Some((a, b))) => store.get_blob_range(&did, &cid, a, b - a + 1)?,
-        };
-        Ok(Some((mime, size, Ok((range, bytes)))))
-    })
-    .await?;
+    let found = app
+        .reads
+        .run(move || {
+            if !head && range.is_none() {
+                // The common case: one lookup for type and bytes.
+                return Ok(store.get_blob(&did, &cid)?.map(|b| {
+                    let size = b.bytes.len() as u64;
+                    (b.mime, size, Ok((None, Some(b.bytes))))
+                }));
+            }
+            let Some((mime, size)) = store.blob_meta(&did, &cid)? else {
+                return Ok(None);
+            };
+            let range = match range.as_deref().and_then(|r| parse_range(r, size)) {
+                None => None,
+                Some(Ok(r)) => Some(r),
+                Some(Err(())) => return Ok(Some((mime, size, Err(())))),
+            };
+            let bytes = match (head, range) {
+                (true, _) => None,
+                (false, None) => store.get_blob(&did, &cid)?.map(|b| b.bytes),
+                (false, Some((a, b))) => store.get_blob_range(&did, &cid, a, b - a + 1)?,
+            };
+            Ok(Some((mime, size, Ok((range, bytes)))))
+        })
+        .await?;
     let Some((mime, size, body)) = found else {
         return Err(XrpcError::bad("BlobNotFound", "Blob not found"));
     };
@@ -192,16 +204,18 @@ pub async fn list_blobs(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>
     let limit = p.int("limit", 1, 1000, 500)? as usize;
     let cursor = p.opt_cid("cursor")?;
     let store = app.store.clone();
-    let cids = blocking(move || {
-        if store.repo_root(&did)?.is_none() {
-            return Err(XrpcError::bad(
-                "RepoNotFound",
-                format!("Could not find repo for DID: {did}"),
-            ));
-        }
-        Ok(store.list_blobs(&did, since.as_deref(), cursor.as_ref(), limit)?)
-    })
-    .await?;
+    let cids = app
+        .reads
+        .run(move || {
+            if store.repo_root(&did)?.is_none() {
+                return Err(XrpcError::bad(
+                    "RepoNotFound",
+                    format!("Could not find repo for DID: {did}"),
+                ));
+            }
+            Ok(store.list_blobs(&did, since.as_deref(), cursor.as_ref(), limit)?)
+        })
+        .await?;
     let mut s = String::with_capacity(32 + cids.len() * 64);
     s.push_str("{\"cids\":[");
     for (i, c) in cids.iter().enumerate() {

@@ -291,7 +291,10 @@ pub async fn get_record(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>
     let rkey = p.rkey("rkey")?.to_owned();
     let want = p.opt_cid("cid")?;
     let store = app.store.clone();
-    let view = blocking(move || Ok(store.get_record(&did, &collection, &rkey)?)).await?;
+    let view = app
+        .reads
+        .run(move || Ok(store.get_record(&did, &collection, &rkey)?))
+        .await?;
     match view {
         Some(v) if want.is_none_or(|c| c == v.cid) => Ok(ok(v.json)),
         _ => Err(XrpcError::bad("RecordNotFound", "Could not locate record")),
@@ -307,15 +310,17 @@ pub async fn list_records(app: &Arc<App>, parts: &Parts) -> XResult<Response<Bod
     let cursor = p.opt_rkey("cursor")?.map(str::to_owned);
     let reverse = p.bool("reverse")?;
     let store = app.store.clone();
-    let records = blocking(move || {
-        let opts = ListOptions {
-            limit,
-            cursor: cursor.as_deref(),
-            reverse,
-        };
-        Ok(store.list_records(&did, &collection, &opts)?)
-    })
-    .await?;
+    let records = app
+        .reads
+        .run(move || {
+            let opts = ListOptions {
+                limit,
+                cursor: cursor.as_deref(),
+                reverse,
+            };
+            Ok(store.list_records(&did, &collection, &opts)?)
+        })
+        .await?;
     let mut s = String::with_capacity(32 + records.iter().map(|r| r.json.len() + 1).sum::<usize>());
     s.push_str("{\"records\":[");
     for (i, r) in records.iter().enumerate() {
@@ -342,7 +347,7 @@ pub async fn describe_repo(app: &Arc<App>, parts: &Parts) -> XResult<Response<Bo
         .ok_or_else(|| XrpcError::bad("RepoNotFound", "Could not find repo"))?;
     let store = app.store.clone();
     let did = account.did.clone();
-    let collections = blocking(move || Ok(store.collections(&did)?)).await?;
+    let collections = app.reads.run(move || Ok(store.collections(&did)?)).await?;
     let mut s = String::with_capacity(768);
     s.push_str("{\"handle\":");
     push_json_str(&account.handle, &mut s);

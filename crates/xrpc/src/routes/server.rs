@@ -165,6 +165,7 @@ pub async fn create_account(
     let key = new_key().map_err(XrpcError::internal)?;
     let genesis = plc::genesis(&app.rotation, &key, &handle, &app.public_url);
     let log_n = app.config.scrypt_log_n;
+    let _kdf = app.kdf_slot().await?;
     let hash = blocking(move || {
         password::hash(&pass, log_n).map_err(|e| XrpcError::internal(e.to_string()))
     })
@@ -235,6 +236,7 @@ pub async fn create_session(
     let id = input.identifier.trim().to_ascii_lowercase();
     let account = app.accounts.by_identifier(&id).ok_or_else(denied)?;
     let stored = account.password.clone();
+    let _kdf = app.kdf_slot().await?;
     let good = blocking(move || {
         password::verify(&input.password, &stored).map_err(|e| XrpcError::internal(e.to_string()))
     })

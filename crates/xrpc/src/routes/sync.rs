@@ -1,6 +1,7 @@
 //! `com.atproto.sync.*` reads: getRepo (the store's export streamed in
 //! 64 KiB chunks through a bounded channel, so memory stays constant
-//! whatever the repository's size), getRecord (a proof CAR),
+//! whatever the repository's size), getRecord (a proof CAR of the key's
+//! path only),
 //! getLatestCommit, getRepoStatus, listRepos.
 
 use std::io::Write;
@@ -9,15 +10,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderValue, Response, header};
-use repo::Cid;
-use repo::car::{CarReader, write_car_vec};
+use repo::car::write_car_vec;
 use repo::cbor::json::push_json_str;
-use repo::commit::CommitRef;
-use repo::mst::{MemoryBlockStore, Mst};
 use tokio::sync::mpsc;
 
 use super::ok;
-use crate::app::{App, blocking};
+use crate::app::App;
 use crate::error::{XResult, XrpcError};
 use crate::net::Body;
 use crate::params::Params;
@@ -74,7 +72,9 @@ pub async fn get_repo(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> 
     let since = p.opt_tid("since")?.map(str::to_owned);
     let store = app.store.clone();
     let did2 = did.clone();
-    if blocking(move || Ok(store.repo_root(&did2)?))
+    if app
+        .reads
+        .run(move || Ok(store.repo_root(&did2)?))
         .await?
         .is_none()
     {
@@ -107,50 +107,22 @@ pub async fn get_repo(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> 
 }
 
 /// The proof CAR of one record: the commit block, the MST nodes covering
-/// the key, the record block.
+/// the key, the record block (`Store::record_proof`).
 fn proof_car(
     store: &store::Store,
     did: &str,
     collection: &str,
     rkey: &str,
 ) -> XResult<Option<Vec<u8>>> {
-    let internal = |e: &dyn std::fmt::Display| XrpcError::internal(e.to_string());
-    let Some(root) = store.repo_root(did)? else {
-        return Err(repo_not_found(did));
-    };
-    if store.current_cid(did, collection, rkey)?.is_none() {
-        return Ok(None);
+    match store.record_proof(did, collection, rkey) {
+        Ok(Some(p)) => Ok(Some(write_car_vec(
+            &[p.root],
+            p.blocks.iter().map(|(c, b)| (c, b.as_slice())),
+        ))),
+        Ok(None) => Ok(None),
+        Err(store::StoreError::UnknownAccount(_)) => Err(repo_not_found(did)),
+        Err(e) => Err(e.into()),
     }
-    // Only the current tree's nodes and records are exported; the proof
-    // needs the nodes on the key's path, found by walking them.
-    let mut car = Vec::new();
-    store.export_repo(did, None, &mut car)?;
-    let mut blocks = MemoryBlockStore::new();
-    let mut reader = CarReader::new(&car[..]).map_err(|e| internal(&e))?;
-    while let Some((cid, bytes)) = reader.next_block().map_err(|e| internal(&e))? {
-        blocks.put(cid, bytes);
-    }
-    let commit_bytes = blocks
-        .get(&root.commit)
-        .ok_or_else(|| XrpcError::internal("commit block missing from export"))?;
-    let commit = CommitRef::decode(commit_bytes).map_err(|e| internal(&e))?;
-    let key = format!("{collection}/{rkey}");
-    let mut mst = Mst::load(&blocks, commit.data);
-    let proof = mst.covering_proof(&key).map_err(|e| internal(&e))?;
-    let Some(record) = mst.get(&key).map_err(|e| internal(&e))? else {
-        return Ok(None);
-    };
-    let mut out: Vec<(Cid, &[u8])> = vec![(root.commit, commit_bytes)];
-    for cid in proof.iter().chain(std::iter::once(&record)) {
-        let b = blocks
-            .get(cid)
-            .ok_or_else(|| XrpcError::internal(format!("block {cid} missing from export")))?;
-        out.push((*cid, b));
-    }
-    Ok(Some(write_car_vec(
-        &[root.commit],
-        out.iter().map(|(c, b)| (c, *b)),
-    )))
 }
 
 /// `com.atproto.sync.getRecord`.
@@ -160,7 +132,10 @@ pub async fn get_record(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>
     let collection = p.nsid("collection")?.to_owned();
     let rkey = p.rkey("rkey")?.to_owned();
     let store = app.store.clone();
-    let car = blocking(move || proof_car(&store, &did, &collection, &rkey)).await?;
+    let car = app
+        .reads
+        .run(move || proof_car(&store, &did, &collection, &rkey))
+        .await?;
     let car = car.ok_or_else(|| XrpcError::bad("RecordNotFound", "Could not locate record"))?;
     let mut r = Response::new(Body::Full(Some(Bytes::from(car))));
     r.headers_mut().insert(header::CONTENT_TYPE, CAR);
@@ -173,7 +148,9 @@ pub async fn get_latest_commit(app: &Arc<App>, parts: &Parts) -> XResult<Respons
     let did = p.did("did")?.to_owned();
     let store = app.store.clone();
     let did2 = did.clone();
-    let root = blocking(move || Ok(store.repo_root(&did2)?))
+    let root = app
+        .reads
+        .run(move || Ok(store.repo_root(&did2)?))
         .await?
         .ok_or_else(|| repo_not_found(&did))?;
     let mut s = String::with_capacity(96);
@@ -203,8 +180,10 @@ pub async fn get_repo_status(app: &Arc<App>, parts: &Parts) -> XResult<Response<
     let did = p.did("did")?.to_owned();
     let store = app.store.clone();
     let did2 = did.clone();
-    let (state, root) =
-        blocking(move || Ok((store.account_state(&did2)?, store.repo_root(&did2)?))).await?;
+    let (state, root) = app
+        .reads
+        .run(move || Ok((store.account_state(&did2)?, store.repo_root(&did2)?)))
+        .await?;
     let (Some(state), Some(root)) = (state, root) else {
         return Err(repo_not_found(&did));
     };
@@ -232,7 +211,10 @@ pub async fn list_repos(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>
         Some(_) => Some(p.did("cursor")?.to_owned()),
     };
     let store = app.store.clone();
-    let page = blocking(move || Ok(store.list_repos(cursor.as_deref(), limit)?)).await?;
+    let page = app
+        .reads
+        .run(move || Ok(store.list_repos(cursor.as_deref(), limit)?))
+        .await?;
     let mut s = String::with_capacity(32 + page.len() * 200);
     s.push_str("{\"repos\":[");
     for (i, (did, root, state)) in page.iter().enumerate() {
