@@ -235,3 +235,20 @@ async fn pings_and_the_connection_limit() {
         .await
         .expect_error(400, "InvalidRequest");
 }
+
+#[tokio::test]
+async fn a_subscriber_that_never_answers_pings_is_closed() {
+    let s = start_with(|c| c.ping_interval = Duration::from_millis(40));
+    // Connected but never read: its library never answers the pings.
+    let _silent = connect(&s, "").await;
+    let server = s.server.as_ref().unwrap();
+    assert_eq!(server.subscribers(), 1);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while server.subscribers() != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "an unresponsive subscriber was kept"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
