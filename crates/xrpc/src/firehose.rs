@@ -8,7 +8,7 @@
 //! The server is the only writer of its store, so each handler that
 //! committed something calls [`Hub::committed`] with the event's seq,
 //! which wakes the broadcaster task. The broadcaster reads the events
-//! after the last one it published (`Store::events_after`, on the blocking
+//! after the last one it published (`Store::events_after`, on the read
 //! pool, up to a page at a time, so a burst of commits costs one read),
 //! and under the hub's lock appends each frame to the ring and to every
 //! live subscriber's outbox.
