@@ -8,10 +8,16 @@
 //! The server is the only writer of its store, so each handler that
 //! committed something calls [`Hub::committed`] with the event's seq,
 //! which wakes the broadcaster task. The broadcaster reads the events
-//! after the last one it published (`Store::events_after`, on the blocking
+//! after the last one it published (`Store::events_after`, on the read
 //! pool, up to a page at a time, so a burst of commits costs one read),
 //! and under the hub's lock appends each frame to the ring and to every
 //! live subscriber's outbox.
+//!
+//! After a wake the broadcaster waits
+//! [`ServerConfig::firehose_coalesce`](crate::ServerConfig::firehose_coalesce)
+//! before reading, so the commits of those few milliseconds go out as one
+//! batch: one wake and one socket write per subscriber instead of one per
+//! frame.
 //!
 //! # Cut-over
 //!
@@ -163,6 +169,7 @@ pub struct Hub {
     outbox_frames: usize,
     outbox_bytes: usize,
     closing: AtomicBool,
+    coalesce: std::time::Duration,
     /// Signalled once when the server shuts down.
     pub closed: Notify,
 }
@@ -194,6 +201,7 @@ impl Hub {
             outbox_frames: config.outbox_frames.max(1),
             outbox_bytes: config.outbox_bytes.max(1),
             closing: AtomicBool::new(false),
+            coalesce: config.firehose_coalesce,
             closed: Notify::new(),
         }
     }
@@ -357,6 +365,9 @@ impl Hub {
             }
             if self.skip_when_idle() {
                 continue;
+            }
+            if !self.coalesce.is_zero() {
+                tokio::time::sleep(self.coalesce).await;
             }
             loop {
                 let head = self.lock().head;

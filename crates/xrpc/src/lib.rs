@@ -90,6 +90,13 @@ pub struct ServerConfig {
     /// autotuning, which lets megabytes of frames sit in the kernel before
     /// the outbox bound applies).
     pub subscriber_send_buffer: usize,
+    /// How long the broadcaster lets commits gather after a wake before it
+    /// reads and publishes them: frames published together reach each
+    /// subscriber in one wake and one write, so at a steady commit rate a
+    /// few milliseconds of added lag divide the per-frame work of every
+    /// subscriber (`xrpc.firehose/fanout/consumers-100`). Zero publishes
+    /// each commit at once.
+    pub firehose_coalesce: Duration,
     /// Frames a subscriber's outbox holds before it is dropped as too slow.
     pub outbox_frames: usize,
     /// Bytes a subscriber's outbox holds before it is dropped as too slow.
@@ -123,6 +130,7 @@ impl ServerConfig {
             read_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             max_subscribers: 1024,
             subscriber_send_buffer: 128 << 10,
+            firehose_coalesce: Duration::from_millis(4),
             outbox_frames: 4096,
             outbox_bytes: 16 << 20,
             ping_interval: Duration::from_secs(30),
