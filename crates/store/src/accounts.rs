@@ -139,6 +139,44 @@ impl Store {
         self.submit(move |w| w.set_status(&did, active, status.as_deref()))
     }
 
+    /// listRepos: one page of accounts in DID order after `cursor`, each
+    /// with its current root and hosting state, in one range scan.
+    pub fn list_repos(
+        &self,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, crate::RepoRoot, AccountState)>> {
+        if let Some(c) = cursor {
+            validate_did(c)?;
+        }
+        let r = self.reader()?;
+        let mut st = r.prepare_cached(
+            "SELECT did, commit_cid, rev, data_cid, handle, active, status FROM repo_root \
+             WHERE did > ?1 ORDER BY did LIMIT ?2",
+        )?;
+        let mut rows = st.query(rusqlite::params![
+            cursor.unwrap_or(""),
+            i64::try_from(limit).unwrap_or(i64::MAX)
+        ])?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next()? {
+            out.push((
+                row.get::<_, String>(0)?,
+                crate::RepoRoot {
+                    commit: crate::rows::cid_from_sql(row.get_ref(1)?.as_blob()?)?,
+                    rev: row.get(2)?,
+                    data: crate::rows::cid_from_sql(row.get_ref(3)?.as_blob()?)?,
+                },
+                AccountState {
+                    handle: row.get(4)?,
+                    active: row.get(5)?,
+                    status: row.get(6)?,
+                },
+            ));
+        }
+        Ok(out)
+    }
+
     /// `did`'s handle and hosting status (`None`: unknown account).
     pub fn account_state(&self, did: &str) -> Result<Option<AccountState>> {
         validate_did(did)?;

@@ -117,6 +117,90 @@ impl Store {
         }
     }
 
+    /// A blob's MIME type and size, without its bytes (HEAD, Range).
+    pub fn blob_meta(&self, did: &str, cid: &Cid) -> Result<Option<(String, u64)>> {
+        validate_did(did)?;
+        let r = self.reader()?;
+        let mut st =
+            r.prepare_cached("SELECT mime, size FROM blobs WHERE did = ?1 AND cid = ?2")?;
+        let mut rows = st.query(params![did, &cid.to_bytes()[..]])?;
+        match rows.next()? {
+            Some(row) => Ok(Some((
+                row.get_ref(0)?.as_str()?.to_owned(),
+                u64::try_from(row.get::<_, i64>(1)?).unwrap_or(0),
+            ))),
+            None => Ok(None),
+        }
+    }
+
+    /// listMissingBlobs: blobs `did`'s records reference that the store does
+    /// not hold, each with one record path (`collection/rkey`) naming it,
+    /// in CID byte order after `cursor`.
+    pub fn missing_blobs(
+        &self,
+        did: &str,
+        cursor: Option<&Cid>,
+        limit: usize,
+    ) -> Result<Vec<(Cid, String)>> {
+        validate_did(did)?;
+        let r = self.reader()?;
+        let mut st = r.prepare_cached(
+            "SELECT rb.blob, MIN(rb.record) FROM record_blobs rb WHERE rb.did = ?1 AND rb.blob > ?2 \
+             AND NOT EXISTS (SELECT 1 FROM blobs b WHERE b.did = rb.did AND b.cid = rb.blob) \
+             GROUP BY rb.blob ORDER BY rb.blob LIMIT ?3",
+        )?;
+        let after = cursor.map(|c| c.to_bytes().to_vec()).unwrap_or_default();
+        let mut rows = st.query(params![
+            did,
+            after,
+            i64::try_from(limit).unwrap_or(i64::MAX)
+        ])?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next()? {
+            out.push((
+                cid_from_sql(row.get_ref(0)?.as_blob()?)?,
+                row.get_ref(1)?.as_str()?.to_owned(),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// listBlobs: the blobs `did`'s current records reference, in CID byte
+    /// order after `cursor`; with `since`, only those referenced by records
+    /// written after that rev.
+    pub fn list_blobs(
+        &self,
+        did: &str,
+        since: Option<&str>,
+        cursor: Option<&Cid>,
+        limit: usize,
+    ) -> Result<Vec<Cid>> {
+        validate_did(did)?;
+        if let Some(s) = since {
+            repo::syntax::validate_tid(s)?;
+        }
+        let r = self.reader()?;
+        let mut st = r.prepare_cached(
+            "SELECT DISTINCT rb.blob FROM record_blobs rb WHERE rb.did = ?1 AND rb.blob > ?2 \
+             AND (?3 IS NULL OR EXISTS (SELECT 1 FROM records r WHERE r.did = rb.did \
+             AND r.collection = substr(rb.record, 1, instr(rb.record, '/') - 1) \
+             AND r.rkey = substr(rb.record, instr(rb.record, '/') + 1) AND r.repo_rev > ?3)) \
+             ORDER BY rb.blob LIMIT ?4",
+        )?;
+        let after = cursor.map(|c| c.to_bytes().to_vec()).unwrap_or_default();
+        let mut rows = st.query(params![
+            did,
+            after,
+            since,
+            i64::try_from(limit).unwrap_or(i64::MAX)
+        ])?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next()? {
+            out.push(cid_from_sql(row.get_ref(0)?.as_blob()?)?);
+        }
+        Ok(out)
+    }
+
     /// Blobs referenced by `did`'s current records.
     pub fn referenced_blobs(&self, did: &str) -> Result<Vec<Cid>> {
         validate_did(did)?;

@@ -16,7 +16,7 @@ use crate::node_pos::{NodePositions, SharedPositions};
 use crate::node_rows::PositionedBlocks;
 use crate::read::root_of;
 use crate::rows::cid_from_sql;
-use crate::{CommitInfo, Event, ExportInfo, Store, import};
+use crate::{CommitInfo, Event, ExportInfo, RecordProof, Store, import};
 
 impl Store {
     /// getRepo: streams the repository as a CAR to `out` in constant memory
@@ -182,6 +182,66 @@ impl Store {
                 )));
             }
             Ok(entries.len())
+        })();
+        let _ = r.execute_batch("COMMIT");
+        result
+    }
+}
+
+impl Store {
+    /// sync.getRecord: the blocks proving `collection/rkey` in `did`'s
+    /// current tree, read in one snapshot: the commit block, the MST nodes
+    /// of the key's covering proof (root first) and the record block.
+    /// `None` when the record does not exist. Reads only the nodes on the key's
+    /// path, never the whole repository.
+    pub fn record_proof(
+        &self,
+        did: &str,
+        collection: &str,
+        rkey: &str,
+    ) -> Result<Option<RecordProof>> {
+        validate_did(did)?;
+        repo::syntax::validate_nsid(collection)?;
+        repo::syntax::validate_record_key(rkey)?;
+        let r = self.reader()?;
+        r.execute_batch("BEGIN")?;
+        let result = (|| {
+            let root =
+                root_of(&r, did)?.ok_or_else(|| StoreError::UnknownAccount(did.to_owned()))?;
+            let record: Option<(Vec<u8>, Vec<u8>)> = r
+                .prepare_cached(
+                    "SELECT cid, bytes FROM records WHERE did = ?1 AND collection = ?2 AND rkey = ?3",
+                )?
+                .query_row(params![did, collection, rkey], |row| {
+                    Ok((row.get(0)?, row.get(1)?))
+                })
+                .optional()?;
+            let Some((rcid, rbytes)) = record else {
+                return Ok(None);
+            };
+            let positions = SharedPositions::new(NodePositions::new(usize::MAX));
+            let conn: &rusqlite::Connection = &r;
+            let mut mst = Mst::load(
+                PositionedBlocks::new(conn, did, root.data, &positions),
+                root.data,
+            );
+            let key = format!("{collection}/{rkey}");
+            let rcid = cid_from_sql(&rcid)?;
+            if mst.get(&key)? != Some(rcid) {
+                return Err(StoreError::Corrupt(format!(
+                    "{did}: record index and MST disagree on {key}"
+                )));
+            }
+            let mut blocks = vec![(root.commit, commit_block(&r, did)?)];
+            for cid in mst.covering_proof(&key)? {
+                let bytes = mst.node_bytes(&cid)?;
+                blocks.push((cid, bytes));
+            }
+            blocks.push((rcid, rbytes));
+            Ok(Some(RecordProof {
+                root: root.commit,
+                blocks,
+            }))
         })();
         let _ = r.execute_batch("COMMIT");
         result

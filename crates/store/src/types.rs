@@ -197,6 +197,16 @@ pub struct Event {
     pub frame: Vec<u8>,
 }
 
+/// sync.getRecord's proof of one record ([`crate::Store::record_proof`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordProof {
+    /// The current commit (the CAR's root).
+    pub root: Cid,
+    /// The commit block, the covering proof's MST nodes (root first), the
+    /// record block.
+    pub blocks: Vec<(Cid, Vec<u8>)>,
+}
+
 /// What an export wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExportInfo {

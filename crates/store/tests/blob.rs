@@ -103,3 +103,76 @@ fn v7_migration_keeps_blobs_and_their_replacement() {
         .unwrap();
     assert!(!sql.contains("WITHOUT ROWID"), "{sql}");
 }
+
+/// The reads the XRPC server needs: a blob's metadata, the blobs records
+/// reference but the store lacks (listMissingBlobs), the referenced blobs
+/// with `since` and paging (listBlobs), and a page of accounts with their
+/// roots (listRepos).
+#[test]
+fn blob_meta_missing_list_and_repo_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let dids = accounts(&store, 3);
+    let did = &dids[0];
+    let bytes = datagen::random_bytes(7, 300);
+    let have = store.put_blob(did, bytes, "image/png").unwrap();
+    assert_eq!(
+        store.blob_meta(did, &have).unwrap(),
+        Some(("image/png".to_owned(), 300))
+    );
+    assert_eq!(store.blob_meta(did, &Cid::for_raw(b"none")).unwrap(), None);
+    let lacking = Cid::for_raw(b"never stored");
+    let blob = |c: &Cid| serde_json::json!({"$type": "blob", "ref": {"$link": c.to_string()}, "mimeType": "image/png", "size": 1});
+    let first = store
+        .create_record(
+            did,
+            "app.bsky.feed.post",
+            Some("a"),
+            cbor(&serde_json::json!({"text": "x", "i": blob(&have)})),
+            None,
+        )
+        .unwrap();
+    store
+        .create_record(
+            did,
+            "app.bsky.feed.post",
+            Some("b"),
+            cbor(&serde_json::json!({"text": "y", "i": blob(&lacking)})),
+            None,
+        )
+        .unwrap();
+    assert_eq!(
+        store.missing_blobs(did, None, 10).unwrap(),
+        vec![(lacking, "app.bsky.feed.post/b".to_owned())]
+    );
+    assert!(
+        store
+            .missing_blobs(did, Some(&lacking), 10)
+            .unwrap()
+            .is_empty()
+    );
+    let mut all = store.list_blobs(did, None, None, 10).unwrap();
+    let mut want = vec![have, lacking];
+    want.sort_by_key(|c| c.to_bytes());
+    assert_eq!(all, want);
+    // Paging by cursor, and `since` the first commit keeps only the second.
+    let page = store.list_blobs(did, None, None, 1).unwrap();
+    let rest = store.list_blobs(did, None, Some(&page[0]), 10).unwrap();
+    all.retain(|c| *c != page[0]);
+    assert_eq!(rest, all);
+    assert_eq!(
+        store.list_blobs(did, Some(&first.rev), None, 10).unwrap(),
+        vec![lacking]
+    );
+    // listRepos pages in DID order.
+    let mut sorted = dids.clone();
+    sorted.sort();
+    let p1 = store.list_repos(None, 2).unwrap();
+    let p2 = store.list_repos(Some(&p1[1].0), 2).unwrap();
+    let seen: Vec<&String> = p1.iter().chain(&p2).map(|r| &r.0).collect();
+    assert_eq!(seen, sorted.iter().collect::<Vec<_>>());
+    let root = store.repo_root(did).unwrap().unwrap();
+    let mine = p1.iter().chain(&p2).find(|r| &r.0 == did).unwrap();
+    assert_eq!((&mine.1, mine.2.active), (&root, true));
+    assert!(store.list_repos(Some("not a did"), 2).is_err());
+}

@@ -1,0 +1,232 @@
+//! The shared state every request sees: the store, the account file, the
+//! token keys, the firehose hub, and what the configuration decides once
+//! (public URL, server DID, the pre-rendered `describeServer` answer).
+//!
+//! The secret file (`DB.secret`, mode 0600, created on first start) holds
+//! two hex lines: `jwt <32 bytes>` (the HS256 key) and `plc-rotation <32
+//! bytes>` (the k256 rotation key put into every genesis operation).
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use repo::crypto::{Algorithm, Keypair};
+use store::Store;
+
+use crate::ServerConfig;
+use crate::accounts::{Account, Accounts};
+use crate::auth::Tokens;
+use crate::error::{ServerError, XResult, XrpcError};
+use crate::firehose::Hub;
+use crate::params::Id;
+
+/// The state shared by every connection.
+pub struct App {
+    /// The store.
+    pub store: Arc<Store>,
+    /// The account file.
+    pub accounts: Accounts,
+    /// Token signing and checks.
+    pub tokens: Tokens,
+    /// The PLC rotation key.
+    pub rotation: Keypair,
+    /// The configuration.
+    pub config: ServerConfig,
+    /// Where clients reach this server (no trailing slash).
+    pub public_url: String,
+    /// The firehose.
+    pub hub: Arc<Hub>,
+    /// The read pool.
+    pub reads: Arc<crate::pool::Pool>,
+    /// Password hashes running at once (one per read thread): each fills
+    /// 16 MiB, so fifty logins at once would otherwise take 800 MiB.
+    pub kdf: tokio::sync::Semaphore,
+    /// The `describeServer` answer.
+    pub describe: Bytes,
+    /// The startup report line.
+    pub startup: String,
+}
+
+/// A path beside the store file: `DB<suffix>`.
+pub fn beside(db: &Path, suffix: &str) -> PathBuf {
+    let mut s = db.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// A fresh k256 key.
+pub fn new_key() -> Result<Keypair, String> {
+    for _ in 0..16 {
+        let mut secret = [0u8; 32];
+        getrandom::fill(&mut secret).map_err(|e| e.to_string())?;
+        if let Ok(k) = Keypair::from_bytes(Algorithm::K256, &secret) {
+            return Ok(k);
+        }
+    }
+    Err("could not draw a valid k256 key".into())
+}
+
+fn load_secrets(path: &Path) -> Result<([u8; 32], Keypair), ServerError> {
+    let bad = |why: &str| ServerError::Startup(format!("{}: {why}", path.display()));
+    let hex = data_encoding::HEXLOWER_PERMISSIVE;
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let mut jwt = None;
+            let mut rot = None;
+            for line in text.lines() {
+                let (k, v) = line.split_once(' ').unwrap_or((line, ""));
+                let bytes = hex
+                    .decode(v.trim().as_bytes())
+                    .map_err(|_| bad("bad hex"))?;
+                match k {
+                    "jwt" => jwt = Some(bytes),
+                    "plc-rotation" => rot = Some(bytes),
+                    _ => {}
+                }
+            }
+            let jwt: [u8; 32] = jwt
+                .and_then(|b| b.try_into().ok())
+                .ok_or_else(|| bad("no 32-byte jwt key"))?;
+            let rot = rot.ok_or_else(|| bad("no plc-rotation key"))?;
+            let rot =
+                Keypair::from_bytes(Algorithm::K256, &rot).map_err(|e| bad(&e.to_string()))?;
+            Ok((jwt, rot))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut jwt = [0u8; 32];
+            getrandom::fill(&mut jwt).map_err(|e| bad(&e.to_string()))?;
+            let rot = new_key().map_err(|e| bad(&e))?;
+            let text = format!(
+                "jwt {}\nplc-rotation {}\n",
+                data_encoding::HEXLOWER.encode(&jwt),
+                data_encoding::HEXLOWER.encode(&rot.to_bytes())
+            );
+            let mut opts = std::fs::OpenOptions::new();
+            opts.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+            let mut f = opts.open(path)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+            Ok((jwt, rot))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn is_local(host: &str) -> bool {
+    host == "localhost" || host.parse::<std::net::IpAddr>().is_ok()
+}
+
+impl App {
+    /// Opens the store, the account file and the secrets (blocking).
+    pub fn open(config: ServerConfig, addr: SocketAddr) -> Result<App, ServerError> {
+        let (jwt, rotation) = load_secrets(&beside(&config.db, ".secret"))?;
+        let store_config = store::Config {
+            durable: config.durable,
+            max_blob_bytes: config.blob_upload_limit,
+            ..store::Config::default()
+        };
+        let store = Arc::new(Store::open(&config.db, store_config)?);
+        let accounts = Accounts::open(&beside(&config.db, ".accounts"), config.durable)?;
+        let in_store: std::collections::HashSet<String> = store.accounts()?.into_iter().collect();
+        let dropped = accounts.retain(|d| in_store.contains(d))?;
+        let local = is_local(&config.hostname);
+        let public_url = match &config.public_url {
+            Some(u) => u.trim_end_matches('/').to_owned(),
+            None if local => format!("http://{addr}"),
+            None => format!("https://{}", config.hostname),
+        };
+        let server_did = format!("did:web:{}", config.hostname);
+        let user_domains = if local {
+            vec![".test".to_owned()]
+        } else {
+            vec![format!(".{}", config.hostname)]
+        };
+        let describe = serde_json::json!({
+            "did": server_did,
+            "availableUserDomains": user_domains,
+            "inviteCodeRequired": false,
+            "phoneVerificationRequired": false,
+            "links": {},
+            "blobUploadLimit": config.blob_upload_limit,
+        })
+        .to_string();
+        let r = store.startup_report();
+        let startup = format!(
+            "startup: storage {:.1?}, migrations {:.1?} (schema from v{} to v{}), sequence {:.1?} (next seq {}), backfill {:.1?} ({} blocks); {} accounts{}",
+            r.storage,
+            r.migrations,
+            r.migrated_from,
+            store::SCHEMA_VERSION,
+            r.sequence,
+            r.next_seq,
+            r.backfill,
+            r.backfilled,
+            in_store.len(),
+            if dropped > 0 {
+                format!(", {dropped} account rows without a repository dropped")
+            } else {
+                String::new()
+            }
+        );
+        let hub = Arc::new(Hub::new(&config, r.next_seq - 1));
+        let reads = Arc::new(crate::pool::Pool::new(config.read_threads)?);
+        Ok(App {
+            kdf: tokio::sync::Semaphore::new(config.read_threads.max(1)),
+            reads,
+            store,
+            accounts,
+            tokens: Tokens::new(&jwt, &server_did),
+            rotation,
+            public_url,
+            hub,
+            describe: Bytes::from(describe),
+            startup,
+            config,
+        })
+    }
+
+    /// A slot to run one password hash in (see [`App::kdf`]).
+    pub async fn kdf_slot(&self) -> XResult<tokio::sync::SemaphorePermit<'_>> {
+        self.kdf
+            .acquire()
+            .await
+            .map_err(|_| XrpcError::internal("server shutting down"))
+    }
+
+    /// The account a `repo` parameter names (a DID or a handle).
+    pub fn account(&self, id: &Id<'_>) -> Option<Arc<Account>> {
+        match id {
+            Id::Did(d) => self.accounts.by_did(d),
+            Id::Handle(h) => self.accounts.by_handle(h),
+        }
+    }
+
+    /// The DID a `repo` parameter names: a DID as given (the store says
+    /// whether it holds it), a handle through the account file.
+    pub fn repo_did(&self, id: &Id<'_>, error: &'static str) -> XResult<String> {
+        match id {
+            Id::Did(d) => Ok((*d).to_owned()),
+            Id::Handle(h) => self
+                .accounts
+                .by_handle(h)
+                .map(|a| a.did.clone())
+                .ok_or_else(|| XrpcError::bad(error, format!("Could not find repo: {h}"))),
+        }
+    }
+}
+
+/// Runs blocking work (a store call, scrypt) on the blocking pool.
+pub async fn blocking<T, F>(f: F) -> XResult<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> XResult<T> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r,
+        Err(e) => Err(XrpcError::internal(format!("worker failed: {e}"))),
+    }
+}

@@ -1,0 +1,112 @@
+//! `atpds`: the store served as an atproto PDS (`spec/xrpc.md`).
+//!
+//! Prints, first and flushed, exactly one line `atpds listening on
+//! http://<addr>`, then a one-line startup report; serves until SIGINT or
+//! SIGTERM, then drains (in-flight writes finish) and closes the store.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use xrpc::ServerConfig;
+
+/// The store as an XRPC server.
+#[derive(Parser, Debug)]
+#[command(name = "atpds", version, about)]
+struct Args {
+    /// The store's database file (created if missing).
+    #[arg(long)]
+    db: PathBuf,
+    /// Address to listen on (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:2583")]
+    listen: SocketAddr,
+    /// The server's host name (its did:web and handle domain).
+    #[arg(long, default_value = "localhost")]
+    hostname: String,
+    /// The URL clients reach this server at (default: http://<listen
+    /// address> for localhost, https://<hostname> otherwise).
+    #[arg(long)]
+    public_url: Option<String>,
+    /// A PLC directory to submit new accounts' genesis operations to.
+    #[arg(long)]
+    plc_url: Option<String>,
+    /// Largest blob uploadBlob accepts, in bytes.
+    #[arg(long, default_value_t = 5 << 20)]
+    blob_upload_limit: usize,
+    /// Concurrent subscribeRepos connections.
+    #[arg(long, default_value_t = 1024)]
+    max_subscribers: usize,
+    /// synchronous = FULL: every commit survives a power loss.
+    #[arg(long)]
+    durable: bool,
+}
+
+async fn signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) {
+            (Ok(mut int), Ok(mut term)) => {
+                tokio::select! {
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let mut config = ServerConfig::new(args.db);
+    config.listen = args.listen;
+    config.hostname = args.hostname;
+    config.public_url = args.public_url;
+    config.plc_url = args.plc_url;
+    config.blob_upload_limit = args.blob_upload_limit;
+    config.max_subscribers = args.max_subscribers;
+    config.durable = args.durable;
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(256)
+        .thread_name("atpds")
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("atpds: runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(xrpc::serve_with(config, signal(), |addr, report| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "atpds listening on http://{addr}");
+        let _ = writeln!(out, "atpds {report}");
+        let _ = out.flush();
+    }));
+    // Blocking store calls still running finish before the store closes.
+    drop(runtime);
+    match result {
+        Ok(()) => {
+            println!("atpds stopped");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("atpds: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

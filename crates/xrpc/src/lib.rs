@@ -1,0 +1,274 @@
+//! The [`store`] served as an atproto Personal Data Server: XRPC over
+//! HTTP/1.1, the `com.atproto.sync.subscribeRepos` firehose over WebSocket,
+//! accounts and sessions (`spec/xrpc.md`), and the `atpds` binary.
+//!
+//! # Shape
+//!
+//! One tokio runtime: the async threads parse HTTP, route, check tokens and
+//! render JSON; no store call runs on them. Short reads run on a fixed read
+//! pool (`pool.rs`, one thread per core); commits, which wait on the
+//! store's group commit, and scrypt run on tokio's blocking pool, so a
+//! slow commit never stalls a connection's parsing. The router is a `match` on
+//! the method name (`routes/mod.rs`); handlers render their JSON directly
+//! into one buffer (records come pre-rendered from the store:
+//! [`store::RecordView::json`]).
+//!
+//! # Modules
+//!
+//! | module | owns |
+//! |---|---|
+//! | `app` | the shared state: store, accounts, token keys, firehose, config-derived answers |
+//! | `net` | the listener, connections (limits, keep-alive), graceful shutdown, body types |
+//! | `error` | [`XrpcError`]-style JSON errors and the store's errors mapped to lexicon names |
+//! | `params` | query strings: percent-decoding and the lexicon format checks |
+//! | `auth` | HS256 access / refresh JWTs and the secret file |
+//! | `password` | scrypt password hashes |
+//! | `accounts` | the account file: handles, password hashes, refresh tokens |
+//! | `plc` | did:plc genesis operations and their submission |
+//! | `pool` | the read pool: the store's short reads, off the async threads |
+//! | `routes` | the XRPC methods, by lexicon namespace |
+//! | `firehose` | the event hub: frames read once from the store, shared by all subscribers |
+//! | `subscribe` | one WebSocket subscriber: replay, cut-over, outbox, ping |
+//!
+//! # Persistence
+//!
+//! Beside the store file `DB` the server keeps `DB.accounts` (a small
+//! SQLite file of its own: handle, password hash, email, live refresh
+//! tokens) and `DB.secret` (the JWT key and the PLC rotation key, mode
+//! 0600). Repositories, signing keys and the event log are the store's.
+
+mod accounts;
+mod app;
+mod auth;
+mod error;
+mod firehose;
+mod net;
+mod params;
+mod password;
+mod plc;
+mod pool;
+mod routes;
+mod subscribe;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use error::ServerError;
+
+/// How the server runs. [`ServerConfig::new`] gives the defaults of the
+/// `atpds` command line.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// The store's database file (created if missing); the account file
+    /// and the secret file live beside it.
+    pub db: PathBuf,
+    /// Where to listen (port 0: any free port, see [`RunningServer::addr`]).
+    pub listen: SocketAddr,
+    /// The server's host name: its `did:web`, the handle domain it offers.
+    pub hostname: String,
+    /// The URL clients reach this server at, written into each new
+    /// account's DID document. `None`: `http://<listen address>` when the
+    /// host name is `localhost` or an IP address, else `https://<hostname>`.
+    pub public_url: Option<String>,
+    /// A PLC directory to submit each new account's genesis operation to.
+    pub plc_url: Option<String>,
+    /// Largest blob `uploadBlob` accepts (bytes).
+    pub blob_upload_limit: usize,
+    /// Largest JSON request body (bytes).
+    pub json_body_limit: usize,
+    /// Largest request URL (path and query, bytes).
+    pub max_url_bytes: usize,
+    /// Largest request head (request line and headers, bytes).
+    pub max_header_bytes: usize,
+    /// Threads running the store's short reads (see `pool.rs`).
+    pub read_threads: usize,
+    /// Concurrent `subscribeRepos` connections.
+    pub max_subscribers: usize,
+    /// `SO_SNDBUF` of each subscriber's socket (0: the kernel's
+    /// autotuning, which lets megabytes of frames sit in the kernel before
+    /// the outbox bound applies).
+    pub subscriber_send_buffer: usize,
+    /// How long the broadcaster lets commits gather after a wake before it
+    /// reads and publishes them: frames published together reach each
+    /// subscriber in one wake and one write, so at a steady commit rate a
+    /// few milliseconds of added lag divide the per-frame work of every
+    /// subscriber (`xrpc.firehose/fanout/consumers-100`). Zero publishes
+    /// each commit at once.
+    pub firehose_coalesce: Duration,
+    /// Frames a subscriber's outbox holds before it is dropped as too slow.
+    pub outbox_frames: usize,
+    /// Bytes a subscriber's outbox holds before it is dropped as too slow.
+    pub outbox_bytes: usize,
+    /// How often an idle subscriber is pinged; one that has not answered
+    /// two pings is closed.
+    pub ping_interval: Duration,
+    /// Open the store with `synchronous = FULL` (see [`store::Config::durable`]).
+    pub durable: bool,
+    /// Lifetime of an access token.
+    pub access_ttl: Duration,
+    /// Lifetime of a refresh token.
+    pub refresh_ttl: Duration,
+    /// scrypt cost, log2 of N (see `password.rs`).
+    pub scrypt_log_n: u8,
+}
+
+impl ServerConfig {
+    /// The defaults for a store at `db`.
+    pub fn new(db: impl Into<PathBuf>) -> Self {
+        ServerConfig {
+            db: db.into(),
+            listen: SocketAddr::from(([127, 0, 0, 1], 2583)),
+            hostname: "localhost".to_owned(),
+            public_url: None,
+            plc_url: None,
+            blob_upload_limit: 5 << 20,
+            json_body_limit: 1 << 20,
+            max_url_bytes: 8 << 10,
+            max_header_bytes: 16 << 10,
+            read_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            max_subscribers: 1024,
+            subscriber_send_buffer: 128 << 10,
+            firehose_coalesce: Duration::from_millis(4),
+            outbox_frames: 4096,
+            outbox_bytes: 16 << 20,
+            ping_interval: Duration::from_secs(30),
+            durable: false,
+            access_ttl: Duration::from_secs(2 * 3600),
+            refresh_ttl: Duration::from_secs(90 * 24 * 3600),
+            scrypt_log_n: password::DEFAULT_LOG_N,
+        }
+    }
+}
+
+/// A server started by [`spawn`] on its own runtime.
+pub struct RunningServer {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    done: Option<std::sync::mpsc::Receiver<Result<(), ServerError>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    stats: std::sync::Arc<firehose::Stats>,
+    startup: String,
+}
+
+impl RunningServer {
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://<addr>`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Live `subscribeRepos` connections.
+    pub fn subscribers(&self) -> usize {
+        self.stats.subscribers()
+    }
+
+    /// The one-line startup report (storage, migrations, sequence).
+    pub fn startup_report(&self) -> &str {
+        &self.startup
+    }
+
+    /// Stops accepting, lets in-flight requests finish, closes the store.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(done) = self.done.take() {
+            let _ = done.recv();
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// Starts a server on a runtime of its own (two worker threads, a blocking
+/// pool for the store) and returns once it listens.
+pub fn spawn(config: ServerConfig) -> Result<RunningServer, ServerError> {
+    let runtime = net::runtime()?;
+    let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
+    let (done_tx, done_rx) = std::sync::mpsc::sync_channel(1);
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("atpds".into())
+        .spawn(move || {
+            let result = runtime.block_on(async move {
+                let bound = match net::Bound::start(config).await {
+                    Ok(b) => b,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return Ok(());
+                    }
+                };
+                let _ = ready_tx.send(Ok((
+                    bound.addr(),
+                    bound.stats(),
+                    bound.startup_line().to_owned(),
+                )));
+                bound
+                    .run(async move {
+                        let _ = stop_rx.await;
+                    })
+                    .await
+            });
+            // Blocking store calls still running finish before the store
+            // (its last Arc) closes.
+            drop(runtime);
+            let _ = done_tx.send(result);
+        })
+        .map_err(ServerError::Io)?;
+    match ready_rx.recv() {
+        Ok(Ok((addr, stats, startup))) => Ok(RunningServer {
+            addr,
+            stop: Some(stop_tx),
+            done: Some(done_rx),
+            thread: Some(thread),
+            stats,
+            startup,
+        }),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(e)
+        }
+        Err(_) => {
+            let _ = thread.join();
+            Err(ServerError::Startup("server thread exited".into()))
+        }
+    }
+}
+
+/// Runs the server on the current runtime until `shutdown` completes, then
+/// stops accepting, lets in-flight requests finish and closes the store.
+/// `on_ready` is called once with the bound address and the startup line.
+pub async fn serve_with(
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()>,
+    on_ready: impl FnOnce(SocketAddr, &str),
+) -> Result<(), ServerError> {
+    let bound = net::Bound::start(config).await?;
+    on_ready(bound.addr(), bound.startup_line());
+    bound.run(shutdown).await
+}
+
+/// [`serve_with`] without the ready callback.
+pub async fn serve(
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServerError> {
+    serve_with(config, shutdown, |_, _| {}).await
+}

@@ -1,0 +1,110 @@
+//! Password hashes: scrypt, the memory-hard KDF the reference PDS uses.
+//!
+//! Parameters: N = 2^14, r = 8, p = 1, a 16-byte random salt and a 64-byte
+//! output, the reference PDS's (`@atproto/pds` hashes with Node's scrypt
+//! at its defaults, N = 16384, r = 8, p = 1, keylen 64). Each hash fills
+//! 128 * N * r = 16 MiB, so a guess costs an attacker 16 MiB of memory
+//! bandwidth and GPUs gain little; it also costs the server that much per
+//! login, which is why `createSession` runs on the blocking pool, at most
+//! one hash per core at a time (`App::kdf`: memory stays at 16 MiB per
+//! core however many logins arrive), and is the slowest route by design. Tests lower N through
+//! [`ServerConfig::scrypt_log_n`](crate::ServerConfig::scrypt_log_n) (the
+//! cost is stored in each hash, so hashes of any cost verify).
+//!
+//! Stored form: `scrypt$<log_n>$<r>$<p>$<salt hex>$<hash hex>`.
+
+/// log2(N) of new hashes.
+pub const DEFAULT_LOG_N: u8 = 14;
+const R: u32 = 8;
+const P: u32 = 1;
+const OUT: usize = 64;
+
+/// Why a hash could not be made or read.
+#[derive(Debug, thiserror::Error)]
+pub enum PasswordError {
+    /// Bad scrypt parameters.
+    #[error("scrypt parameters: {0}")]
+    Params(String),
+    /// A stored hash that does not parse.
+    #[error("stored password hash is malformed")]
+    Malformed,
+    /// No randomness.
+    #[error("random: {0}")]
+    Random(String),
+}
+
+fn derive(
+    password: &str,
+    salt: &[u8],
+    log_n: u8,
+    r: u32,
+    p: u32,
+) -> Result<Vec<u8>, PasswordError> {
+    let params =
+        scrypt::Params::new(log_n, r, p, OUT).map_err(|e| PasswordError::Params(e.to_string()))?;
+    let mut out = vec![0u8; OUT];
+    scrypt::scrypt(password.as_bytes(), salt, &params, &mut out)
+        .map_err(|e| PasswordError::Params(e.to_string()))?;
+    Ok(out)
+}
+
+/// Equal in time independent of where the bytes differ.
+pub(crate) fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Hashes `password` with a fresh salt.
+pub fn hash(password: &str, log_n: u8) -> Result<String, PasswordError> {
+    let mut salt = [0u8; 16];
+    getrandom::fill(&mut salt).map_err(|e| PasswordError::Random(e.to_string()))?;
+    let out = derive(password, &salt, log_n, R, P)?;
+    let hex = data_encoding::HEXLOWER;
+    Ok(format!(
+        "scrypt${log_n}${R}${P}${}${}",
+        hex.encode(&salt),
+        hex.encode(&out)
+    ))
+}
+
+/// Whether `password` matches `stored` (compared in constant time).
+pub fn verify(password: &str, stored: &str) -> Result<bool, PasswordError> {
+    let mut parts = stored.split('$');
+    let (Some("scrypt"), Some(n), Some(r), Some(p), Some(salt), Some(h), None) = (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) else {
+        return Err(PasswordError::Malformed);
+    };
+    let num = |s: &str| s.parse::<u32>().map_err(|_| PasswordError::Malformed);
+    let log_n = u8::try_from(num(n)?).map_err(|_| PasswordError::Malformed)?;
+    let hex = data_encoding::HEXLOWER;
+    let salt = hex
+        .decode(salt.as_bytes())
+        .map_err(|_| PasswordError::Malformed)?;
+    let want = hex
+        .decode(h.as_bytes())
+        .map_err(|_| PasswordError::Malformed)?;
+    let got = derive(password, &salt, log_n, num(r)?, num(p)?)?;
+    Ok(got.len() == want.len() && ct_eq(&got, &want))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_mismatch() {
+        let h = hash("hunter2", 4).unwrap();
+        assert!(verify("hunter2", &h).unwrap());
+        assert!(!verify("hunter3", &h).unwrap());
+        assert!(verify("x", "scrypt$4$8$1$zz$00").is_err());
+        assert!(verify("x", "bcrypt$...").is_err());
+        // Two hashes of one password differ (fresh salts).
+        assert_ne!(h, hash("hunter2", 4).unwrap());
+    }
+}

@@ -1,0 +1,274 @@
+//! The router: `/xrpc/<method>` dispatched by a `match` on the method name
+//! (no allocation, no table), the URL cap, the HTTP-method check, and the
+//! helpers handlers share (JSON answers, body reading with its cap).
+//!
+//! | module | methods |
+//! |---|---|
+//! | `server` | `com.atproto.server.*`, `identity.resolveHandle`, `/.well-known/atproto-did` |
+//! | `repo` | `com.atproto.repo.*` writes and reads |
+//! | `blob` | `repo.uploadBlob`, `repo.listMissingBlobs`, `sync.getBlob`, `sync.listBlobs` |
+//! | `sync` | `com.atproto.sync.*` (the firehose is `subscribe.rs`) |
+
+mod blob;
+mod repo;
+mod server;
+mod sync;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::request::Parts;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+
+use crate::app::App;
+use crate::error::{XResult, XrpcError};
+use crate::net::Body;
+
+const JSON: HeaderValue = HeaderValue::from_static("application/json; charset=utf-8");
+
+/// A JSON answer.
+pub fn json(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
+    let mut r = Response::new(Body::Full(Some(body.into())));
+    *r.status_mut() = status;
+    r.headers_mut().insert(header::CONTENT_TYPE, JSON);
+    r
+}
+
+/// A 200 JSON answer.
+pub fn ok(body: impl Into<Bytes>) -> Response<Body> {
+    json(StatusCode::OK, body)
+}
+
+/// An error answer.
+pub fn error(e: &XrpcError) -> Response<Body> {
+    json(e.status, e.body())
+}
+
+/// Which HTTP methods an XRPC method takes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// GET (and HEAD).
+    Query,
+    /// POST.
+    Procedure,
+}
+
+fn check_method(method: &Method, kind: Kind) -> XResult<()> {
+    let ok = match kind {
+        Kind::Query => method == Method::GET || method == Method::HEAD,
+        Kind::Procedure => method == Method::POST,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(XrpcError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "InvalidRequest",
+            format!(
+                "Incorrect HTTP method ({method}) expected {}",
+                if kind == Kind::Query { "GET" } else { "POST" }
+            ),
+        ))
+    }
+}
+
+/// Reads a whole request body, refusing one over `limit` bytes (413)
+/// before reading it when its length is declared, and as soon as it
+/// passes the limit otherwise.
+pub async fn read_body(parts: &Parts, body: Incoming, limit: usize) -> XResult<Vec<u8>> {
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(XrpcError::too_large(format!(
+            "request body is larger than {limit} bytes"
+        )));
+    }
+    let mut out = Vec::with_capacity(declared.map_or(0, |n| n as usize));
+    let mut body = body;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| XrpcError::invalid(format!("reading the body: {e}")))?;
+        if let Ok(data) = frame.into_data() {
+            if out.len() + data.len() > limit {
+                return Err(XrpcError::too_large(format!(
+                    "request body is larger than {limit} bytes"
+                )));
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok(out)
+}
+
+/// Reads and parses a JSON body (capped at the JSON limit).
+pub async fn json_body<T: serde::de::DeserializeOwned>(
+    app: &App,
+    parts: &Parts,
+    body: Incoming,
+) -> XResult<T> {
+    let bytes = read_body(parts, body, app.config.json_body_limit).await?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| XrpcError::invalid(format!("Invalid JSON body: {e}")))
+}
+
+/// Answers one request.
+pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Body> {
+    let (mut parts, body) = req.into_parts();
+    let url_len = parts.uri.path().len() + parts.uri.query().map_or(0, |q| q.len() + 1);
+    if url_len > app.config.max_url_bytes {
+        return error(&XrpcError::new(
+            StatusCode::URI_TOO_LONG,
+            "InvalidRequest",
+            format!("URL longer than {} bytes", app.config.max_url_bytes),
+        ));
+    }
+    let head = parts.method == Method::HEAD;
+    let result = route(&app, &mut parts, body).await;
+    let mut resp = match result {
+        Ok(r) => r,
+        Err(e) => error(&e),
+    };
+    if head {
+        // hyper sends no body for HEAD, but the length must stay.
+        if let Body::Full(Some(b)) = resp.body() {
+            let len = b.len();
+            resp.headers_mut()
+                .entry(header::CONTENT_LENGTH)
+                .or_insert_with(|| HeaderValue::from(len));
+        }
+    }
+    resp
+}
+
+async fn route(app: &Arc<App>, parts: &mut Parts, body: Incoming) -> XResult<Response<Body>> {
+    let path = parts.uri.path();
+    let Some(method) = path.strip_prefix("/xrpc/") else {
+        return match path {
+            "/.well-known/atproto-did" => server::well_known_did(app, parts),
+            "/" => Ok(json(
+                StatusCode::OK,
+                Bytes::from_static(
+                    b"\"This is an atproto PDS (atpds). Most API routes are under /xrpc/\"",
+                ),
+            )),
+            _ => Err(XrpcError::new(
+                StatusCode::NOT_FOUND,
+                "NotFound",
+                "Not Found",
+            )),
+        };
+    };
+    let m = &parts.method;
+    use Kind::{Procedure as P, Query as Q};
+    match method {
+        "_health" => {
+            check_method(m, Q)?;
+            Ok(ok(Bytes::from_static(b"{\"version\":\"atpds 0.1.0\"}")))
+        }
+        "com.atproto.server.describeServer" => {
+            check_method(m, Q)?;
+            Ok(ok(app.describe.clone()))
+        }
+        "com.atproto.server.createAccount" => {
+            check_method(m, P)?;
+            server::create_account(app, parts, body).await
+        }
+        "com.atproto.server.createSession" => {
+            check_method(m, P)?;
+            server::create_session(app, parts, body).await
+        }
+        "com.atproto.server.getSession" => {
+            check_method(m, Q)?;
+            server::get_session(app, parts)
+        }
+        "com.atproto.server.refreshSession" => {
+            check_method(m, P)?;
+            server::refresh_session(app, parts).await
+        }
+        "com.atproto.server.deleteSession" => {
+            check_method(m, P)?;
+            server::delete_session(app, parts).await
+        }
+        "com.atproto.identity.resolveHandle" => {
+            check_method(m, Q)?;
+            server::resolve_handle(app, parts)
+        }
+        "com.atproto.repo.createRecord" => {
+            check_method(m, P)?;
+            repo::create_record(app, parts, body).await
+        }
+        "com.atproto.repo.putRecord" => {
+            check_method(m, P)?;
+            repo::put_record(app, parts, body).await
+        }
+        "com.atproto.repo.deleteRecord" => {
+            check_method(m, P)?;
+            repo::delete_record(app, parts, body).await
+        }
+        "com.atproto.repo.applyWrites" => {
+            check_method(m, P)?;
+            repo::apply_writes(app, parts, body).await
+        }
+        "com.atproto.repo.getRecord" => {
+            check_method(m, Q)?;
+            repo::get_record(app, parts).await
+        }
+        "com.atproto.repo.listRecords" => {
+            check_method(m, Q)?;
+            repo::list_records(app, parts).await
+        }
+        "com.atproto.repo.describeRepo" => {
+            check_method(m, Q)?;
+            repo::describe_repo(app, parts).await
+        }
+        "com.atproto.repo.uploadBlob" => {
+            check_method(m, P)?;
+            blob::upload_blob(app, parts, body).await
+        }
+        "com.atproto.repo.listMissingBlobs" => {
+            check_method(m, Q)?;
+            blob::list_missing_blobs(app, parts).await
+        }
+        "com.atproto.sync.getBlob" => {
+            check_method(m, Q)?;
+            blob::get_blob(app, parts).await
+        }
+        "com.atproto.sync.listBlobs" => {
+            check_method(m, Q)?;
+            blob::list_blobs(app, parts).await
+        }
+        "com.atproto.sync.getRepo" => {
+            check_method(m, Q)?;
+            sync::get_repo(app, parts).await
+        }
+        "com.atproto.sync.getRecord" => {
+            check_method(m, Q)?;
+            sync::get_record(app, parts).await
+        }
+        "com.atproto.sync.getLatestCommit" => {
+            check_method(m, Q)?;
+            sync::get_latest_commit(app, parts).await
+        }
+        "com.atproto.sync.getRepoStatus" => {
+            check_method(m, Q)?;
+            sync::get_repo_status(app, parts).await
+        }
+        "com.atproto.sync.listRepos" => {
+            check_method(m, Q)?;
+            sync::list_repos(app, parts).await
+        }
+        "com.atproto.sync.subscribeRepos" => {
+            check_method(m, Q)?;
+            crate::subscribe::upgrade(app, parts)
+        }
+        _ => Err(XrpcError::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "MethodNotImplemented",
+            "Method Not Implemented",
+        )),
+    }
+}

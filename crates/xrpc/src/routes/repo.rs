@@ -1,0 +1,367 @@
+//! `com.atproto.repo.*`: the record writes (createRecord, putRecord,
+//! deleteRecord, applyWrites) and reads (getRecord, listRecords,
+//! describeRepo). Writes need an access token whose account is the `repo`
+//! (else 403, before anything is written); records arrive as atproto JSON
+//! and are stored as DAG-CBOR; answers are rendered straight into one
+//! string.
+
+use std::sync::Arc;
+
+use http::request::Parts;
+use http::{Response, StatusCode};
+use hyper::body::Incoming;
+use repo::Cid;
+use repo::cbor::json::push_json_str;
+use serde::Deserialize;
+use store::{CommitInfo, ListOptions, RecordWrite, WriteAction};
+
+use super::{json_body, ok};
+use crate::app::{App, blocking};
+use crate::auth::Scope;
+use crate::error::{XResult, XrpcError};
+use crate::net::Body;
+use crate::params::{Params, at_identifier, parse_cid};
+
+const MAX_WRITES: usize = 200;
+
+/// `Some(None)` for an explicit `null`, `None` when absent.
+fn nullable<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CreateInput {
+    repo: String,
+    collection: String,
+    rkey: Option<String>,
+    record: serde_json::Value,
+    swap_commit: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PutInput {
+    repo: String,
+    collection: String,
+    rkey: String,
+    record: serde_json::Value,
+    #[serde(default, deserialize_with = "nullable")]
+    swap_record: Option<Option<String>>,
+    swap_commit: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DeleteInput {
+    repo: String,
+    collection: String,
+    rkey: String,
+    swap_record: Option<String>,
+    swap_commit: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ApplyInput {
+    repo: String,
+    writes: Vec<serde_json::Value>,
+    swap_commit: Option<String>,
+}
+
+/// The token's account, which must be the `repo` named (403 otherwise).
+fn authorize(app: &App, parts: &Parts) -> XResult<String> {
+    Ok(app.tokens.check(&parts.headers, Scope::Access)?.sub)
+}
+
+fn same_repo(app: &App, did: &str, repo: &str) -> XResult<()> {
+    let target = app.repo_did(&at_identifier("repo", repo)?, "InvalidRequest")?;
+    if target != did {
+        return Err(XrpcError::new(
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            "the access token's account may not write to this repo",
+        ));
+    }
+    Ok(())
+}
+
+/// A record as DAG-CBOR, from its JSON.
+fn record_cbor(v: &serde_json::Value) -> XResult<Vec<u8>> {
+    if !v.is_object() {
+        return Err(XrpcError::invalid("record must be an object"));
+    }
+    let value = repo::cbor::json::from_json_value(v)
+        .map_err(|e| XrpcError::invalid(format!("record: {e}")))?;
+    Ok(repo::cbor::to_vec(&value))
+}
+
+fn opt_cid(name: &str, v: Option<&str>) -> XResult<Option<Cid>> {
+    v.map(|s| parse_cid(name, s)).transpose()
+}
+
+fn push_commit(s: &mut String, info: &CommitInfo) {
+    s.push_str("\"commit\":{\"cid\":\"");
+    info.commit.push_str(s);
+    s.push_str("\",\"rev\":\"");
+    s.push_str(&info.rev);
+    s.push_str("\"}");
+}
+
+/// `{"uri","cid","commit","validationStatus"}` of a one-write commit.
+fn write_answer(info: &CommitInfo) -> XResult<String> {
+    let w = info
+        .results
+        .first()
+        .ok_or_else(|| XrpcError::internal("commit without a result"))?;
+    let mut s = String::with_capacity(256);
+    s.push_str("{\"uri\":");
+    push_json_str(&w.uri, &mut s);
+    if let Some(cid) = &w.cid {
+        s.push_str(",\"cid\":\"");
+        cid.push_str(&mut s);
+        s.push('"');
+    }
+    s.push(',');
+    push_commit(&mut s, info);
+    s.push_str(",\"validationStatus\":\"unknown\"}");
+    Ok(s)
+}
+
+async fn commit(
+    app: &Arc<App>,
+    did: String,
+    writes: Vec<RecordWrite>,
+    swap: Option<Cid>,
+) -> XResult<CommitInfo> {
+    let store = app.store.clone();
+    let info = blocking(move || Ok(store.apply_writes(&did, writes, swap)?)).await?;
+    app.hub.committed(info.seq);
+    Ok(info)
+}
+
+/// `com.atproto.repo.createRecord`.
+pub async fn create_record(
+    app: &Arc<App>,
+    parts: &Parts,
+    body: Incoming,
+) -> XResult<Response<Body>> {
+    let did = authorize(app, parts)?;
+    let input: CreateInput = json_body(app, parts, body).await?;
+    same_repo(app, &did, &input.repo)?;
+    let record = record_cbor(&input.record)?;
+    let swap = opt_cid("swapCommit", input.swap_commit.as_deref())?;
+    let write = RecordWrite::create(&input.collection, input.rkey.as_deref(), record);
+    let info = commit(app, did, vec![write], swap).await?;
+    Ok(ok(write_answer(&info)?))
+}
+
+/// `com.atproto.repo.putRecord`.
+pub async fn put_record(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResult<Response<Body>> {
+    let did = authorize(app, parts)?;
+    let input: PutInput = json_body(app, parts, body).await?;
+    same_repo(app, &did, &input.repo)?;
+    let record = record_cbor(&input.record)?;
+    let swap = opt_cid("swapCommit", input.swap_commit.as_deref())?;
+    let mut write = RecordWrite::update(&input.collection, &input.rkey, record);
+    write.swap_record = match input.swap_record {
+        None => None,
+        Some(None) => Some(None),
+        Some(Some(c)) => Some(Some(parse_cid("swapRecord", &c)?)),
+    };
+    let info = commit(app, did, vec![write], swap).await?;
+    Ok(ok(write_answer(&info)?))
+}
+
+/// `com.atproto.repo.deleteRecord` (deleting a missing record is a no-op
+/// without a commit, as in the reference PDS).
+pub async fn delete_record(
+    app: &Arc<App>,
+    parts: &Parts,
+    body: Incoming,
+) -> XResult<Response<Body>> {
+    let did = authorize(app, parts)?;
+    let input: DeleteInput = json_body(app, parts, body).await?;
+    same_repo(app, &did, &input.repo)?;
+    let swap = opt_cid("swapCommit", input.swap_commit.as_deref())?;
+    let mut write = RecordWrite::delete(&input.collection, &input.rkey);
+    write.swap_record = opt_cid("swapRecord", input.swap_record.as_deref())?.map(Some);
+    let no_swap = write.swap_record.is_none() && swap.is_none();
+    match commit(app, did, vec![write], swap).await {
+        Ok(info) => {
+            let mut s = String::with_capacity(128);
+            s.push('{');
+            push_commit(&mut s, &info);
+            s.push('}');
+            Ok(ok(s))
+        }
+        Err(e) if no_swap && e.error == "RecordNotFound" => Ok(ok("{}")),
+        Err(e) => Err(e),
+    }
+}
+
+fn field<'v>(w: &'v serde_json::Value, name: &str, i: usize) -> XResult<&'v str> {
+    w.get(name)
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| XrpcError::invalid(format!("writes/{i} must have the property \"{name}\"")))
+}
+
+/// One `applyWrites` write from its JSON union member.
+fn parse_write(w: &serde_json::Value, i: usize) -> XResult<RecordWrite> {
+    let t = field(w, "$type", i)?;
+    let kind = t.strip_prefix("com.atproto.repo.applyWrites").unwrap_or("");
+    let collection = field(w, "collection", i)?;
+    let value = || -> XResult<Vec<u8>> {
+        record_cbor(w.get("value").ok_or_else(|| {
+            XrpcError::invalid(format!("writes/{i} must have the property \"value\""))
+        })?)
+    };
+    Ok(match kind {
+        "#create" => {
+            let rkey = w.get("rkey").and_then(|v| v.as_str());
+            RecordWrite::create(collection, rkey, value()?)
+        }
+        "#update" => RecordWrite::update(collection, field(w, "rkey", i)?, value()?),
+        "#delete" => RecordWrite::delete(collection, field(w, "rkey", i)?),
+        _ => {
+            return Err(XrpcError::invalid(format!(
+                "writes/{i} has an unknown $type {t:?}"
+            )));
+        }
+    })
+}
+
+/// `com.atproto.repo.applyWrites`.
+pub async fn apply_writes(
+    app: &Arc<App>,
+    parts: &Parts,
+    body: Incoming,
+) -> XResult<Response<Body>> {
+    let did = authorize(app, parts)?;
+    let input: ApplyInput = json_body(app, parts, body).await?;
+    same_repo(app, &did, &input.repo)?;
+    if input.writes.len() > MAX_WRITES {
+        return Err(XrpcError::invalid(format!(
+            "Too many writes. Max: {MAX_WRITES}"
+        )));
+    }
+    let writes = input
+        .writes
+        .iter()
+        .enumerate()
+        .map(|(i, w)| parse_write(w, i))
+        .collect::<XResult<Vec<_>>>()?;
+    let actions: Vec<WriteAction> = writes.iter().map(|w| w.action).collect();
+    let swap = opt_cid("swapCommit", input.swap_commit.as_deref())?;
+    let info = commit(app, did, writes, swap).await?;
+    let mut s = String::with_capacity(128 + 160 * actions.len());
+    s.push('{');
+    push_commit(&mut s, &info);
+    s.push_str(",\"results\":[");
+    for (i, (r, a)) in info.results.iter().zip(&actions).enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        let t = match a {
+            WriteAction::Create => "createResult",
+            WriteAction::Update => "updateResult",
+            WriteAction::Delete => "deleteResult",
+        };
+        s.push_str("{\"$type\":\"com.atproto.repo.applyWrites#");
+        s.push_str(t);
+        s.push('"');
+        if let (Some(cid), false) = (&r.cid, *a == WriteAction::Delete) {
+            s.push_str(",\"uri\":");
+            push_json_str(&r.uri, &mut s);
+            s.push_str(",\"cid\":\"");
+            cid.push_str(&mut s);
+            s.push_str("\",\"validationStatus\":\"unknown\"");
+        }
+        s.push('}');
+    }
+    s.push_str("]}");
+    Ok(ok(s))
+}
+
+/// `com.atproto.repo.getRecord`.
+pub async fn get_record(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> {
+    let p = Params::parse(parts.uri.query())?;
+    let did = app.repo_did(&p.at_identifier("repo")?, "RecordNotFound")?;
+    let collection = p.nsid("collection")?.to_owned();
+    let rkey = p.rkey("rkey")?.to_owned();
+    let want = p.opt_cid("cid")?;
+    let store = app.store.clone();
+    let view = app
+        .reads
+        .run(move || Ok(store.get_record(&did, &collection, &rkey)?))
+        .await?;
+    match view {
+        Some(v) if want.is_none_or(|c| c == v.cid) => Ok(ok(v.json)),
+        _ => Err(XrpcError::bad("RecordNotFound", "Could not locate record")),
+    }
+}
+
+/// `com.atproto.repo.listRecords`.
+pub async fn list_records(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> {
+    let p = Params::parse(parts.uri.query())?;
+    let did = app.repo_did(&p.at_identifier("repo")?, "InvalidRequest")?;
+    let collection = p.nsid("collection")?.to_owned();
+    let limit = p.int("limit", 1, 100, 50)? as usize;
+    let cursor = p.opt_rkey("cursor")?.map(str::to_owned);
+    let reverse = p.bool("reverse")?;
+    let store = app.store.clone();
+    let records = app
+        .reads
+        .run(move || {
+            let opts = ListOptions {
+                limit,
+                cursor: cursor.as_deref(),
+                reverse,
+            };
+            Ok(store.list_records(&did, &collection, &opts)?)
+        })
+        .await?;
+    let mut s = String::with_capacity(32 + records.iter().map(|r| r.json.len() + 1).sum::<usize>());
+    s.push_str("{\"records\":[");
+    for (i, r) in records.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&r.json);
+    }
+    s.push(']');
+    if let (true, Some(last)) = (records.len() == limit, records.last()) {
+        s.push_str(",\"cursor\":");
+        push_json_str(&last.rkey, &mut s);
+    }
+    s.push('}');
+    Ok(ok(s))
+}
+
+/// `com.atproto.repo.describeRepo`.
+pub async fn describe_repo(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> {
+    let p = Params::parse(parts.uri.query())?;
+    let id = p.at_identifier("repo")?;
+    let account = app
+        .account(&id)
+        .ok_or_else(|| XrpcError::bad("RepoNotFound", "Could not find repo"))?;
+    let store = app.store.clone();
+    let did = account.did.clone();
+    let collections = app.reads.run(move || Ok(store.collections(&did)?)).await?;
+    let mut s = String::with_capacity(768);
+    s.push_str("{\"handle\":");
+    push_json_str(&account.handle, &mut s);
+    s.push_str(",\"did\":");
+    push_json_str(&account.did, &mut s);
+    s.push_str(",\"didDoc\":");
+    s.push_str(&super::server::did_doc(app, &account));
+    s.push_str(",\"collections\":[");
+    for (i, c) in collections.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        push_json_str(c, &mut s);
+    }
+    s.push_str("],\"handleIsCorrect\":true}");
+    Ok(ok(s))
+}

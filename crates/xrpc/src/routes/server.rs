@@ -1,0 +1,336 @@
+//! `com.atproto.server.*` (accounts and sessions),
+//! `com.atproto.identity.resolveHandle` and `/.well-known/atproto-did`.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::request::Parts;
+use http::{HeaderValue, Response, StatusCode, header};
+use hyper::body::Incoming;
+use repo::cbor::json::push_json_str;
+use repo::syntax::validate_handle;
+
+use super::{json_body, ok};
+use crate::accounts::{Account, ReserveError};
+use crate::app::{App, blocking, new_key};
+use crate::auth::Scope;
+use crate::error::{XResult, XrpcError};
+use crate::net::Body;
+use crate::params::Params;
+use crate::{password, plc};
+
+/// Top-level domains atproto reserves (the handle spec): never registrable.
+const RESERVED_TLDS: &[&str] = &[
+    ".local",
+    ".arpa",
+    ".invalid",
+    ".localhost",
+    ".internal",
+    ".example",
+    ".onion",
+    ".alt",
+];
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CreateAccountInput {
+    handle: String,
+    email: Option<String>,
+    password: Option<String>,
+    did: Option<String>,
+    plc_op: Option<serde_json::Value>,
+}
+
+#[derive(serde::Deserialize)]
+struct CreateSessionInput {
+    identifier: String,
+    password: String,
+}
+
+/// The DID document of `a`, as JSON text.
+pub(crate) fn did_doc(app: &App, a: &Account) -> String {
+    let mut s = String::with_capacity(512);
+    s.push_str(
+        "{\"@context\":[\"https://www.w3.org/ns/did/v1\",\"https://w3id.org/security/multikey/v1\",\
+         \"https://w3id.org/security/suites/secp256k1-2019/v1\"],\"id\":",
+    );
+    push_json_str(&a.did, &mut s);
+    s.push_str(",\"alsoKnownAs\":[\"at://");
+    s.push_str(&a.handle);
+    s.push_str("\"],\"verificationMethod\":[{\"id\":");
+    push_json_str(&format!("{}#atproto", a.did), &mut s);
+    s.push_str(",\"type\":\"Multikey\",\"controller\":");
+    push_json_str(&a.did, &mut s);
+    s.push_str(",\"publicKeyMultibase\":");
+    push_json_str(a.key.strip_prefix("did:key:").unwrap_or(&a.key), &mut s);
+    s.push_str("}],\"service\":[{\"id\":\"#atproto_pds\",\"type\":\"AtprotoPersonalDataServer\",\"serviceEndpoint\":");
+    push_json_str(&app.public_url, &mut s);
+    s.push_str("}]}");
+    s
+}
+
+/// `{accessJwt?, refreshJwt?, handle, did, didDoc, email?, ...}`.
+fn session_json(app: &App, a: &Account, tokens: Option<(&str, &str)>) -> String {
+    let mut s = String::with_capacity(1024);
+    s.push('{');
+    if let Some((access, refresh)) = tokens {
+        s.push_str("\"accessJwt\":");
+        push_json_str(access, &mut s);
+        s.push_str(",\"refreshJwt\":");
+        push_json_str(refresh, &mut s);
+        s.push(',');
+    }
+    s.push_str("\"handle\":");
+    push_json_str(&a.handle, &mut s);
+    s.push_str(",\"did\":");
+    push_json_str(&a.did, &mut s);
+    s.push_str(",\"didDoc\":");
+    s.push_str(&did_doc(app, a));
+    if let Some(e) = &a.email {
+        s.push_str(",\"email\":");
+        push_json_str(e, &mut s);
+        s.push_str(",\"emailConfirmed\":false");
+    }
+    s.push_str(",\"active\":true}");
+    s
+}
+
+/// A new token pair for `a`; the refresh token's id is recorded.
+async fn issue(app: &Arc<App>, a: &Account) -> XResult<(String, String)> {
+    let mut jti = [0u8; 16];
+    getrandom::fill(&mut jti).map_err(|e| XrpcError::internal(e.to_string()))?;
+    let jti = data_encoding::BASE64URL_NOPAD.encode(&jti);
+    let access = app
+        .tokens
+        .access(&a.did, app.config.access_ttl.as_secs() as i64);
+    let (refresh, exp) = app
+        .tokens
+        .refresh(&a.did, &jti, app.config.refresh_ttl.as_secs() as i64);
+    let (app2, did) = (app.clone(), a.did.clone());
+    blocking(move || {
+        app2.accounts
+            .add_refresh(&jti, &did, exp)
+            .map_err(|e| XrpcError::internal(e.to_string()))
+    })
+    .await?;
+    Ok((access, refresh))
+}
+
+fn check_handle(handle: &str) -> XResult<()> {
+    validate_handle(handle).map_err(|e| XrpcError::bad("InvalidHandle", e.to_string()))?;
+    if RESERVED_TLDS.iter().any(|t| handle.ends_with(t)) {
+        return Err(XrpcError::bad(
+            "InvalidHandle",
+            "Handle TLD is reserved and cannot be registered",
+        ));
+    }
+    Ok(())
+}
+
+/// `com.atproto.server.createAccount`.
+pub async fn create_account(
+    app: &Arc<App>,
+    parts: &Parts,
+    body: Incoming,
+) -> XResult<Response<Body>> {
+    let input: CreateAccountInput = json_body(app, parts, body).await?;
+    let handle = input.handle.to_ascii_lowercase();
+    check_handle(&handle)?;
+    if input.did.is_some() || input.plc_op.is_some() {
+        return Err(XrpcError::invalid(
+            "bringing an existing DID or PLC operation is not supported",
+        ));
+    }
+    let Some(pass) = input.password.filter(|p| !p.is_empty()) else {
+        return Err(XrpcError::bad("InvalidPassword", "Password is required"));
+    };
+    if pass.len() > 256 {
+        return Err(XrpcError::bad("InvalidPassword", "Password too long"));
+    }
+    let email = match input.email {
+        Some(e) if !e.contains('@') || e.len() > 320 => {
+            return Err(XrpcError::invalid("Invalid email"));
+        }
+        Some(e) => Some(e.to_ascii_lowercase()),
+        None => None,
+    };
+    if app.accounts.by_handle(&handle).is_some() {
+        return Err(XrpcError::bad("HandleNotAvailable", "Handle already taken"));
+    }
+    if let Some(e) = &email
+        && app.accounts.by_identifier(e).is_some()
+    {
+        return Err(XrpcError::invalid(format!("Email already taken: {e}")));
+    }
+    let key = new_key().map_err(XrpcError::internal)?;
+    let genesis = plc::genesis(&app.rotation, &key, &handle, &app.public_url);
+    let log_n = app.config.scrypt_log_n;
+    let _kdf = app.kdf_slot().await?;
+    let hash = blocking(move || {
+        password::hash(&pass, log_n).map_err(|e| XrpcError::internal(e.to_string()))
+    })
+    .await?;
+    let account = Account {
+        did: genesis.did.clone(),
+        handle: handle.clone(),
+        email,
+        password: hash,
+        key: key.public_key().to_did_key(),
+    };
+    let app2 = app.clone();
+    let account = blocking(move || match app2.accounts.reserve(account) {
+        Ok(a) => Ok(a),
+        Err(ReserveError::Taken) => Err(XrpcError::bad(
+            "HandleNotAvailable",
+            "Handle or email already taken",
+        )),
+        Err(e) => Err(XrpcError::internal(e.to_string())),
+    })
+    .await?;
+    let created = async {
+        if let Some(url) = &app.config.plc_url {
+            plc::submit(url, &genesis).await.map_err(|e| {
+                XrpcError::new(StatusCode::BAD_GATEWAY, "UpstreamFailure", e.to_string())
+            })?;
+        }
+        let (app2, did) = (app.clone(), account.did.clone());
+        blocking(move || {
+            app2.store.create_account(&did, &key)?;
+            Ok(app2.store.update_identity(&did, Some(&handle))?)
+        })
+        .await
+    }
+    .await;
+    let seq = match created {
+        Ok(seq) => seq,
+        Err(e) => {
+            let (app2, did) = (app.clone(), account.did.clone());
+            let _ = blocking(move || {
+                app2.accounts
+                    .remove(&did)
+                    .map_err(|e| XrpcError::internal(e.to_string()))
+            })
+            .await;
+            return Err(e);
+        }
+    };
+    app.hub.committed(seq);
+    let (access, refresh) = issue(app, &account).await?;
+    Ok(ok(session_json(app, &account, Some((&access, &refresh)))))
+}
+
+/// `com.atproto.server.createSession`.
+pub async fn create_session(
+    app: &Arc<App>,
+    parts: &Parts,
+    body: Incoming,
+) -> XResult<Response<Body>> {
+    let input: CreateSessionInput = json_body(app, parts, body).await?;
+    let denied = || {
+        XrpcError::new(
+            StatusCode::UNAUTHORIZED,
+            "AuthenticationRequired",
+            "Invalid identifier or password",
+        )
+    };
+    let id = input.identifier.trim().to_ascii_lowercase();
+    let account = app.accounts.by_identifier(&id).ok_or_else(denied)?;
+    let stored = account.password.clone();
+    let _kdf = app.kdf_slot().await?;
+    let good = blocking(move || {
+        password::verify(&input.password, &stored).map_err(|e| XrpcError::internal(e.to_string()))
+    })
+    .await?;
+    if !good {
+        return Err(denied());
+    }
+    let (access, refresh) = issue(app, &account).await?;
+    Ok(ok(session_json(app, &account, Some((&access, &refresh)))))
+}
+
+fn session_account(
+    app: &App,
+    parts: &Parts,
+    scope: Scope,
+) -> XResult<(Arc<Account>, crate::auth::Claims)> {
+    let claims = app.tokens.check(&parts.headers, scope)?;
+    let account = app
+        .accounts
+        .by_did(&claims.sub)
+        .ok_or_else(|| XrpcError::auth_required("Account of this token not found"))?;
+    Ok((account, claims))
+}
+
+/// `com.atproto.server.getSession`.
+pub fn get_session(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> {
+    let (account, _) = session_account(app, parts, Scope::Access)?;
+    Ok(ok(session_json(app, &account, None)))
+}
+
+/// Takes the refresh token of the request out of the live set.
+async fn revoke(app: &Arc<App>, claims: crate::auth::Claims) -> XResult<()> {
+    let app2 = app.clone();
+    let live = blocking(move || {
+        let jti = claims.jti.unwrap_or_default();
+        app2.accounts
+            .take_refresh(&jti, &claims.sub)
+            .map_err(|e| XrpcError::internal(e.to_string()))
+    })
+    .await?;
+    if live {
+        Ok(())
+    } else {
+        Err(XrpcError::bad("ExpiredToken", "Token has been revoked"))
+    }
+}
+
+/// `com.atproto.server.refreshSession`: rotates the refresh token.
+pub async fn refresh_session(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> {
+    let (account, claims) = session_account(app, parts, Scope::Refresh)?;
+    revoke(app, claims).await?;
+    let (access, refresh) = issue(app, &account).await?;
+    Ok(ok(session_json(app, &account, Some((&access, &refresh)))))
+}
+
+/// `com.atproto.server.deleteSession`.
+pub async fn delete_session(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> {
+    let (_, claims) = session_account(app, parts, Scope::Refresh)?;
+    revoke(app, claims).await?;
+    Ok(Response::new(Body::empty()))
+}
+
+/// `com.atproto.identity.resolveHandle`.
+pub fn resolve_handle(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> {
+    let params = Params::parse(parts.uri.query())?;
+    let handle = params.handle("handle")?;
+    let account = app
+        .accounts
+        .by_handle(handle)
+        .ok_or_else(|| XrpcError::bad("HandleNotFound", "Unable to resolve handle"))?;
+    let mut s = String::with_capacity(48);
+    s.push_str("{\"did\":");
+    push_json_str(&account.did, &mut s);
+    s.push('}');
+    Ok(ok(s))
+}
+
+/// `/.well-known/atproto-did`: the DID of the handle the Host header names.
+pub fn well_known_did(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> {
+    let host = parts
+        .headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    let host = host.rsplit_once(':').map_or(host, |(h, _)| h);
+    let not_found = || XrpcError::new(StatusCode::NOT_FOUND, "NotFound", "User not found");
+    if validate_handle(host).is_err() {
+        return Err(not_found());
+    }
+    let account = app.accounts.by_handle(host).ok_or_else(not_found)?;
+    let mut r = Response::new(Body::Full(Some(Bytes::from(account.did.clone()))));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    Ok(r)
+}

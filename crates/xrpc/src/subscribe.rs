@@ -1,0 +1,315 @@
+//! One `com.atproto.sync.subscribeRepos` subscriber: the WebSocket
+//! upgrade (refused past the connection limit), `FutureCursor` for a cursor
+//! past the head, replay from the store, cut-over to the hub
+//! (`firehose.rs`), the live loop (outbox to socket, pings), and the
+//! goodbyes: `ConsumerTooSlow` then close 1008 for one that fell behind,
+//! 1001 when the server shuts down.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use http::request::Parts;
+use http::{HeaderValue, Response, StatusCode, header};
+use hyper::upgrade::OnUpgrade;
+use hyper_util::rt::TokioIo;
+use repo::firehose::{ErrorFrame, Frame};
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
+
+use crate::app::App;
+use crate::error::{XResult, XrpcError};
+use crate::firehose::{Attach, Outbox, Slot};
+use crate::net::Body;
+use crate::params::Params;
+
+/// Events per replay page read from the store.
+const REPLAY_PAGE: usize = 512;
+/// Frames moved from the outbox per wake.
+const BATCH: usize = 256;
+/// How long a goodbye (error frame and close) may take to send.
+const GOODBYE: Duration = Duration::from_secs(10);
+
+type Ws = WebSocketStream<tokio::net::TcpStream>;
+type Tx = futures_util::stream::SplitSink<Ws, Message>;
+
+fn header_has(parts: &Parts, name: header::HeaderName, token: &str) -> bool {
+    parts
+        .headers
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|v| v.trim().eq_ignore_ascii_case(token))
+}
+
+/// Answers the upgrade request and starts the subscriber.
+pub fn upgrade(app: &Arc<App>, parts: &mut Parts) -> XResult<Response<Body>> {
+    let p = Params::parse(parts.uri.query())?;
+    let cursor = match p.get("cursor") {
+        None | Some("") => None,
+        Some(_) => Some(p.int("cursor", 0, i64::MAX, 0)?),
+    };
+    if !header_has(parts, header::UPGRADE, "websocket")
+        || !header_has(parts, header::CONNECTION, "upgrade")
+    {
+        return Err(XrpcError::invalid(
+            "subscribeRepos is a WebSocket endpoint: expected an upgrade",
+        ));
+    }
+    let key = parts
+        .headers
+        .get(header::SEC_WEBSOCKET_KEY)
+        .ok_or_else(|| XrpcError::invalid("missing Sec-WebSocket-Key"))?;
+    let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
+    let slot = app.hub.slot().ok_or_else(|| {
+        XrpcError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "TooManySubscribers",
+            format!(
+                "the server takes at most {} subscribers",
+                app.config.max_subscribers
+            ),
+        )
+    })?;
+    let on_upgrade = parts
+        .extensions
+        .remove::<OnUpgrade>()
+        .ok_or_else(|| XrpcError::internal("connection cannot be upgraded"))?;
+    let app2 = app.clone();
+    tokio::spawn(async move {
+        let Ok(upgraded) = on_upgrade.await else {
+            return;
+        };
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(64 << 10))
+            .max_frame_size(Some(64 << 10));
+        // The socket itself (hyper hands it back with any bytes it read
+        // past the request), so its send buffer can be bounded: with the
+        // kernel's autotuning, megabytes of frames would queue there
+        // before the outbox bound applies to a slow subscriber.
+        let Ok(parts) = upgraded.downcast::<TokioIo<tokio::net::TcpStream>>() else {
+            return;
+        };
+        let tcp = parts.io.into_inner();
+        if app2.config.subscriber_send_buffer > 0 {
+            let _ = socket2::SockRef::from(&tcp)
+                .set_send_buffer_size(app2.config.subscriber_send_buffer);
+        }
+        let ws = WebSocketStream::from_partially_read(
+            tcp,
+            parts.read_buf.to_vec(),
+            Role::Server,
+            Some(config),
+        )
+        .await;
+        run(app2, ws, cursor, slot).await;
+    });
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let h = r.headers_mut();
+    h.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    h.insert(
+        header::SEC_WEBSOCKET_ACCEPT,
+        HeaderValue::try_from(accept).map_err(|e| XrpcError::internal(e.to_string()))?,
+    );
+    Ok(r)
+}
+
+/// Sends an error frame, then a close with `code`.
+async fn goodbye(tx: &mut Tx, error: &str, message: &str, code: CloseCode) {
+    let frame = Frame::Error(ErrorFrame {
+        error,
+        message: Some(message),
+    })
+    .to_vec();
+    let _ = tokio::time::timeout(GOODBYE, async {
+        tx.send(Message::Binary(Bytes::from(frame))).await?;
+        tx.send(Message::Close(Some(CloseFrame {
+            code,
+            reason: error.into(),
+        })))
+        .await
+    })
+    .await;
+}
+
+async fn close(tx: &mut Tx, code: CloseCode, reason: &str) {
+    let _ = tokio::time::timeout(
+        GOODBYE,
+        tx.send(Message::Close(Some(CloseFrame {
+            code,
+            reason: reason.into(),
+        }))),
+    )
+    .await;
+}
+
+/// Detaches the outbox from the hub however the subscriber ends.
+struct Attached<'a> {
+    app: &'a App,
+    outbox: Arc<Outbox>,
+}
+
+impl Drop for Attached<'_> {
+    fn drop(&mut self) {
+        self.app.hub.detach(&self.outbox);
+    }
+}
+
+enum End {
+    Gone,
+    TooSlow,
+    Closing,
+}
+
+async fn run(app: Arc<App>, ws: Ws, cursor: Option<i64>, _slot: Slot) {
+    let (mut tx, mut rx) = ws.split();
+    let hub = app.hub.clone();
+    if let Some(c) = cursor
+        && c > hub.head()
+    {
+        goodbye(
+            &mut tx,
+            "FutureCursor",
+            "Cursor in the future.",
+            CloseCode::Policy,
+        )
+        .await;
+        return;
+    }
+    // The last seq sent: nothing at or below it is sent again.
+    let mut last = cursor.unwrap_or(i64::MIN);
+    let mut at = cursor;
+    let (outbox, backlog) = loop {
+        if hub.is_closing() {
+            close(&mut tx, CloseCode::Away, "server shutting down").await;
+            return;
+        }
+        match hub.attach(at) {
+            Attach::Live(o, b) => break (o, b),
+            Attach::Behind => {
+                let store = app.store.clone();
+                let from = last;
+                let page = app
+                    .reads
+                    .run(move || Ok(store.events_after(from, REPLAY_PAGE)?))
+                    .await;
+                let events = match page {
+                    Ok(e) => e,
+                    _ => {
+                        goodbye(&mut tx, "InternalError", "replay failed", CloseCode::Error).await;
+                        return;
+                    }
+                };
+                if events.is_empty() {
+                    // Nothing stored past the cursor: attach at the head.
+                    at = Some(hub.head().max(last));
+                    continue;
+                }
+                for e in events {
+                    if e.seq <= last {
+                        continue;
+                    }
+                    last = e.seq;
+                    if tx
+                        .feed(Message::Binary(Bytes::from(e.frame)))
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+                if tx.flush().await.is_err() {
+                    return;
+                }
+                at = Some(last);
+            }
+        }
+    };
+    let attached = Attached {
+        app: &app,
+        outbox: outbox.clone(),
+    };
+    let end = live(&app, &mut tx, &mut rx, &attached.outbox, backlog, last).await;
+    drop(attached);
+    match end {
+        End::TooSlow => {
+            goodbye(
+                &mut tx,
+                "ConsumerTooSlow",
+                "Stream consumer too slow",
+                CloseCode::Policy,
+            )
+            .await
+        }
+        End::Closing => close(&mut tx, CloseCode::Away, "server shutting down").await,
+        End::Gone => {}
+    }
+}
+
+async fn live(
+    app: &App,
+    tx: &mut Tx,
+    rx: &mut futures_util::stream::SplitStream<Ws>,
+    outbox: &Outbox,
+    backlog: Vec<crate::firehose::Shared>,
+    mut last: i64,
+) -> End {
+    let hub = &app.hub;
+    let mut ping = tokio::time::interval(app.config.ping_interval);
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ping.tick().await;
+    let mut unanswered = 0u32;
+    let mut batch = backlog;
+    loop {
+        if hub.is_closing() {
+            return End::Closing;
+        }
+        if batch.is_empty() && outbox.take(&mut batch, BATCH).is_err() {
+            return End::TooSlow;
+        }
+        if batch.is_empty() {
+            tokio::select! {
+                _ = outbox.ready.notified() => {}
+                _ = outbox.slow.notified() => return End::TooSlow,
+                _ = hub.closed.notified() => return End::Closing,
+                msg = rx.next() => match msg {
+                    Some(Ok(Message::Pong(_))) => unanswered = 0,
+                    Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return End::Gone,
+                    Some(Ok(_)) => {}
+                },
+                _ = ping.tick() => {
+                    if unanswered >= 2 {
+                        return End::Gone;
+                    }
+                    unanswered += 1;
+                    if tx.send(Message::Ping(Bytes::new())).await.is_err() {
+                        return End::Gone;
+                    }
+                }
+            }
+            continue;
+        }
+        for f in batch.drain(..) {
+            if f.seq <= last {
+                continue;
+            }
+            last = f.seq;
+            tokio::select! {
+                r = tx.feed(Message::Binary(f.bytes)) => if r.is_err() { return End::Gone },
+                _ = outbox.slow.notified() => return End::TooSlow,
+            }
+        }
+        tokio::select! {
+            r = tx.flush() => if r.is_err() { return End::Gone },
+            _ = outbox.slow.notified() => return End::TooSlow,
+        }
+        // Data is flowing: the peer is reading, which is liveness enough.
+        unanswered = 0;
+    }
+}
