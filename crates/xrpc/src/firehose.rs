@@ -102,21 +102,25 @@ pub struct Outbox {
 }
 
 impl Outbox {
-    fn push(&self, f: &Shared) -> bool {
+    /// Appends `frames` and wakes the subscriber once; `false` when it is
+    /// (now) marked too slow.
+    fn push_all(&self, frames: &[Shared]) -> bool {
         let mut q = self.q.lock().unwrap_or_else(|p| p.into_inner());
         if q.state != State::Open {
             return false;
         }
-        if q.frames.len() >= self.max_frames || q.bytes + f.bytes.len() > self.max_bytes {
-            q.state = State::TooSlow;
-            q.frames = VecDeque::new();
-            q.bytes = 0;
-            drop(q);
-            self.slow.notify_one();
-            return false;
+        for f in frames {
+            if q.frames.len() >= self.max_frames || q.bytes + f.bytes.len() > self.max_bytes {
+                q.state = State::TooSlow;
+                q.frames = VecDeque::new();
+                q.bytes = 0;
+                drop(q);
+                self.slow.notify_one();
+                return false;
+            }
+            q.bytes += f.bytes.len();
+            q.frames.push_back(f.clone());
         }
-        q.bytes += f.bytes.len();
-        q.frames.push_back(f.clone());
         drop(q);
         self.ready.notify_one();
         true
@@ -315,22 +319,34 @@ impl Hub {
     fn publish(&self, frames: Vec<Shared>) {
         let mut inner = self.lock();
         let inner = &mut *inner;
+        // Strictly after the head and increasing: nothing is sent twice.
+        let mut prev = inner.head;
+        let fresh: Vec<Shared> = frames
+            .into_iter()
+            .filter(|f| {
+                let keep = f.seq > prev;
+                prev = prev.max(f.seq);
+                keep
+            })
+            .collect();
+        let Some(last) = fresh.last() else {
+            return;
+        };
+        inner.head = last.seq;
+        // Each subscriber gets the whole batch under one lock of its
+        // outbox and one wake.
         let mut dropped = false;
-        for f in frames {
-            if f.seq <= inner.head {
-                continue;
-            }
-            inner.head = f.seq;
-            for s in &inner.subs {
-                dropped |= !s.push(&f);
-            }
+        for s in &inner.subs {
+            dropped |= !s.push_all(&fresh);
+        }
+        for f in fresh {
             inner.ring_bytes += f.bytes.len();
             inner.ring.push_back(f);
-            while inner.ring.len() > RING_FRAMES || inner.ring_bytes > RING_BYTES {
-                match inner.ring.pop_front() {
-                    Some(old) => inner.ring_bytes -= old.bytes.len(),
-                    None => break,
-                }
+        }
+        while inner.ring.len() > RING_FRAMES || inner.ring_bytes > RING_BYTES {
+            match inner.ring.pop_front() {
+                Some(old) => inner.ring_bytes -= old.bytes.len(),
+                None => break,
             }
         }
         if dropped {

@@ -149,9 +149,14 @@ async fn future_cursor_is_an_error_frame() {
 
 #[tokio::test]
 async fn a_slow_consumer_is_dropped_and_the_others_go_on() {
+    // The count bound decides here: the slow consumer's kernel buffers
+    // (a 128 KiB send buffer, a 4 KiB receive buffer) hold about one
+    // frame, so it overflows after some 17 of the 60; the fast one, read
+    // by a task sharing this thread with the writer, has 16 frames of
+    // slack.
     let s = start_with(|c| {
-        c.outbox_frames = 8;
-        c.outbox_bytes = 1 << 20;
+        c.outbox_frames = 16;
+        c.outbox_bytes = 64 << 20;
     });
     let (did, tok, _) = s.account("slow.test").await;
     // A consumer that does not read, with a small receive buffer.

@@ -43,29 +43,27 @@ struct Args {
     durable: bool,
 }
 
-async fn signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) {
-            (Ok(mut int), Ok(mut term)) => {
-                tokio::select! {
-                    _ = int.recv() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            _ => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+/// Installs the SIGINT and SIGTERM handlers now (before the address is
+/// printed, so a signal sent as soon as the line is read is never the
+/// default action) and returns a future that ends at the first signal.
+#[cfg(unix)]
+fn signals() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
         }
-    }
-    #[cfg(not(unix))]
-    {
+    })
+}
+
+#[cfg(not(unix))]
+fn signals() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    Ok(async {
         let _ = tokio::signal::ctrl_c().await;
-    }
+    })
 }
 
 fn main() -> ExitCode {
@@ -91,12 +89,19 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(xrpc::serve_with(config, signal(), |addr, report| {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "atpds listening on http://{addr}");
-        let _ = writeln!(out, "atpds {report}");
-        let _ = out.flush();
-    }));
+    let result = runtime.block_on(async {
+        let stop = match signals() {
+            Ok(s) => s,
+            Err(e) => return Err(xrpc::ServerError::Io(e)),
+        };
+        xrpc::serve_with(config, stop, |addr, report| {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "atpds listening on http://{addr}");
+            let _ = writeln!(out, "atpds {report}");
+            let _ = out.flush();
+        })
+        .await
+    });
     // Blocking store calls still running finish before the store closes.
     drop(runtime);
     match result {
