@@ -45,6 +45,7 @@
 //! Numbers are written from integers (fixed decimals, no float formatting),
 //! so the text does not depend on a float printer.
 
+pub mod appview;
 pub mod hotpath;
 mod json;
 pub mod manifest;
