@@ -118,15 +118,18 @@ pub fn build(dir: &Path) -> Fixtures {
         workload,
     };
     check(&small);
+    let small_s = t.elapsed().as_secs_f64();
 
     // 10^5: the same records, bulk loaded.
     let workload = datagen::appview::workload(100_000);
     let (index, _) = bulk::load(&workload).expect("plan 100k");
+    let index_s = t.elapsed().as_secs_f64() - small_s;
     let path = dir.join("sqlite-100k.sqlite");
     let mut sql = SqliteBaseline::open(&path).expect("open sqlite");
     sql.load_index(&index).expect("load 100k");
     sql.analyze().expect("analyze");
     drop(sql);
+    let sql_s = t.elapsed().as_secs_f64() - small_s - index_s;
     let large = Tier {
         name: "100k",
         lookups: lookups(&index, 1024),
@@ -136,7 +139,7 @@ pub fn build(dir: &Path) -> Fixtures {
     };
     check(&large);
     eprintln!(
-        "atbench: appview fixtures built and checked in {:.1} s (300: {} writes as signed commits; 100k: {} records bulk loaded)",
+        "atbench: appview fixtures built and checked in {:.1} s (300: {} writes as signed commits, {small_s:.1} s; 100k: {} writes bulk loaded, index {index_s:.1} s, sqlite {sql_s:.1} s)",
         t.elapsed().as_secs_f64(),
         small.workload.ops.len(),
         large.workload.ops.len()

@@ -395,7 +395,8 @@ async fn load(c: &Client, tier: &Tier) -> Result<(), tokio_postgres::Error> {
     for chunk in states.chunks(256) {
         futures_join(chunk.iter().map(|s| insert_state(c, &w.state, s))).await?;
     }
-    c.batch_execute("COMMIT; ANALYZE").await
+    c.batch_execute("COMMIT").await?;
+    c.batch_execute("ANALYZE").await
 }
 
 /// Awaits every future (tokio-postgres pipelines them on one connection).
@@ -409,6 +410,15 @@ where
     Ok(())
 }
 
+/// A PostgreSQL error with the server's message (the client's Display
+/// says only "db error").
+fn pg_error(e: tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{e}: {} ({})", db.message(), db.code().code()),
+        None => e.to_string(),
+    }
+}
+
 /// Creates the tiers' databases, loads and checks them.
 pub fn setup(
     rt: &Runtime,
@@ -417,50 +427,43 @@ pub fn setup(
 ) -> Result<Pg, String> {
     let base = gateway::SqlConfig::postgres_from_env();
     rt.block_on(async {
-        let admin = connect(&base.url).await.map_err(|e| e.to_string())?;
+        let admin = connect(&base.url).await.map_err(pg_error)?;
         let version: String = admin
             .query_one("SHOW server_version", &[])
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(pg_error)?
             .get(0);
         context["appview_postgres"] = serde_json::json!(version);
         let mut out = Vec::new();
         for tier in tiers {
             let db = format!("atbench_appview_{}_{}", std::process::id(), tier.name);
+            // Two queries: CREATE DATABASE cannot run inside the implicit
+            // transaction of a multi-statement query.
             admin
-                .batch_execute(&format!(
-                    "DROP DATABASE IF EXISTS {db} WITH (FORCE); CREATE DATABASE {db}"
-                ))
+                .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(pg_error)?;
+            admin
+                .batch_execute(&format!("CREATE DATABASE {db}"))
+                .await
+                .map_err(pg_error)?;
             let client = connect(&base.with_database(&db).url)
                 .await
-                .map_err(|e| e.to_string())?;
-            client
-                .batch_execute(SCHEMA)
-                .await
-                .map_err(|e| e.to_string())?;
+                .map_err(pg_error)?;
+            client.batch_execute(SCHEMA).await.map_err(pg_error)?;
             if tier.name == "300" {
                 // The 300 tier through the write path: one transaction per write.
-                let w = prepare_writes(&client).await.map_err(|e| e.to_string())?;
+                let w = prepare_writes(&client).await.map_err(pg_error)?;
                 for m in &tier.mutations {
-                    write(&client, &w, m).await.map_err(|e| e.to_string())?;
+                    write(&client, &w, m).await.map_err(pg_error)?;
                 }
-                client
-                    .batch_execute("ANALYZE")
-                    .await
-                    .map_err(|e| e.to_string())?;
+                client.batch_execute("ANALYZE").await.map_err(pg_error)?;
             } else {
-                load(&client, tier).await.map_err(|e| e.to_string())?;
+                load(&client, tier).await.map_err(pg_error)?;
             }
             let mut reads = Vec::new();
             for p in Pattern::ALL {
-                reads.push(
-                    client
-                        .prepare(&read_sql(p))
-                        .await
-                        .map_err(|e| e.to_string())?,
-                );
+                reads.push(client.prepare(&read_sql(p)).await.map_err(pg_error)?);
             }
             out.push(TierDb { db, client, reads });
         }

@@ -40,9 +40,9 @@ impl Uuid {
     }
 }
 
-impl fmt::Display for Uuid {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut out = [0u8; 36];
+impl Uuid {
+    /// Writes the text form into `out` and returns it (no allocation).
+    pub fn write_to(self, out: &mut [u8; 36]) -> &str {
         let mut pos = 0;
         for i in 0..32 {
             if matches!(i, 8 | 12 | 16 | 20) {
@@ -53,8 +53,14 @@ impl fmt::Display for Uuid {
             out[pos] = b"0123456789abcdef"[nibble];
             pos += 1;
         }
-        // Every byte written above is ASCII.
-        f.write_str(std::str::from_utf8(&out).map_err(|_| fmt::Error)?)
+        // Every byte written above is ASCII, so this never fails.
+        std::str::from_utf8(out).unwrap_or_default()
+    }
+}
+
+impl fmt::Display for Uuid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.write_to(&mut [0u8; 36]))
     }
 }
 

@@ -146,7 +146,8 @@ fn bad_input_is_refused_and_writes_nothing() {
             message: String::new(),
         })
     };
-    let cases: Vec<(Input, fn(&AppviewError) -> bool)> = vec![
+    type Expect = fn(&AppviewError) -> bool;
+    let cases: Vec<(Input, Expect)> = vec![
         (new_run(Uuid(99)), |e| {
             matches!(e, AppviewError::UnknownFlow(_))
         }),
@@ -220,5 +221,44 @@ fn a_corrupt_commit_changes_nothing() {
         let before = index.clone();
         assert!(index.apply_commit(&last[..cut]).is_err());
         assert_eq!(index, before);
+    }
+}
+
+/// The frames of a small seeded stream, built once for the property test.
+fn frames() -> &'static (Vec<Vec<u8>>, Index) {
+    static FRAMES: std::sync::OnceLock<(Vec<Vec<u8>>, Index)> = std::sync::OnceLock::new();
+    FRAMES.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let (app, _) = seeded(dir.path(), 8);
+        let frames = app
+            .store()
+            .events_after(0, 1000)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.frame)
+            .collect();
+        (frames, app.index().clone())
+    })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// A damaged `#commit` frame never panics the index, and one that is
+    /// refused changes nothing.
+    #[test]
+    fn damaged_frames_are_refused_whole(
+        which in proptest::prelude::any::<proptest::sample::Index>(),
+        at in proptest::prelude::any::<proptest::sample::Index>(),
+        byte in proptest::prelude::any::<u8>(),
+    ) {
+        let (frames, live) = frames();
+        let mut frame = frames[which.index(frames.len())].clone();
+        let i = at.index(frame.len());
+        frame[i] = byte;
+        let mut index = live.clone();
+        if index.apply_commit(&frame).is_err() {
+            proptest::prop_assert_eq!(&index, live);
+        }
     }
 }

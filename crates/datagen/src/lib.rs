@@ -1,7 +1,9 @@
 //! `datagen` owns every seeded generator atbench uses: the hot-path NDJSON
-//! datasets ([`hotpath`]), the seeded byte buffers the codec benches feed
-//! ([`random_bytes`]), and the `datagen` CLI that writes the dataset to
-//! `data/` with its `MANIFEST.json` ([`manifest`]).
+//! datasets ([`hotpath`]), the appview's orchestration workload
+//! ([`appview`], the spec's seed 1337 on a stream of its own), the seeded
+//! byte buffers the codec benches feed ([`random_bytes`]), and the
+//! `datagen` CLI that writes the dataset to `data/` with its
+//! `MANIFEST.json` ([`manifest`]).
 //!
 //! # Seeding
 //!
