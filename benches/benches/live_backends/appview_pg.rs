@@ -21,7 +21,7 @@ use tokio_postgres::{Client, NoTls, Row, Statement};
 
 use crate::appview_live::Tier;
 
-const SCHEMA: &str = r#"
+const TABLES: &str = r#"
 CREATE TABLE flow (
     id text COLLATE "C" PRIMARY KEY,
     created bigint NOT NULL,
@@ -29,7 +29,6 @@ CREATE TABLE flow (
     name text NOT NULL,
     tags jsonb NOT NULL DEFAULT '[]'
 );
-CREATE UNIQUE INDEX uq_flow__name ON flow (name);
 CREATE TABLE flow_run (
     id text COLLATE "C" PRIMARY KEY,
     created bigint NOT NULL,
@@ -49,16 +48,6 @@ CREATE TABLE flow_run (
     tags jsonb NOT NULL DEFAULT '[]',
     parameters jsonb NOT NULL DEFAULT '{}'
 );
-CREATE INDEX ix_flow_run__state_type ON flow_run (state_type);
-CREATE INDEX ix_flow_run__state_name ON flow_run (state_name);
-CREATE INDEX ix_flow_run__state_timestamp ON flow_run (state_timestamp);
-CREATE INDEX ix_flow_run__expected_start_time_desc ON flow_run (expected_start_time DESC);
-CREATE INDEX ix_flow_run__next_scheduled_start_time_asc ON flow_run (next_scheduled_start_time ASC);
-CREATE INDEX ix_flow_run__start_time ON flow_run (start_time);
-CREATE INDEX ix_flow_run__end_time_desc ON flow_run (end_time DESC);
-CREATE INDEX ix_flow_run__coalesce_start_time_expected_start_time_desc
-    ON flow_run ((coalesce(start_time, expected_start_time)) DESC);
-CREATE INDEX ix_flow_run__flow_id ON flow_run (flow_id);
 CREATE TABLE flow_run_state (
     id text COLLATE "C" PRIMARY KEY,
     created bigint NOT NULL,
@@ -69,6 +58,21 @@ CREATE TABLE flow_run_state (
     message text,
     flow_run_id text COLLATE "C" NOT NULL REFERENCES flow_run (id) ON DELETE CASCADE
 );
+"#;
+
+/// Prefect's indexes (the names are `appview::INDEX_NAMES`).
+const INDEXES: &str = r#"
+CREATE UNIQUE INDEX uq_flow__name ON flow (name);
+CREATE INDEX ix_flow_run__state_type ON flow_run (state_type);
+CREATE INDEX ix_flow_run__state_name ON flow_run (state_name);
+CREATE INDEX ix_flow_run__state_timestamp ON flow_run (state_timestamp);
+CREATE INDEX ix_flow_run__expected_start_time_desc ON flow_run (expected_start_time DESC);
+CREATE INDEX ix_flow_run__next_scheduled_start_time_asc ON flow_run (next_scheduled_start_time ASC);
+CREATE INDEX ix_flow_run__start_time ON flow_run (start_time);
+CREATE INDEX ix_flow_run__end_time_desc ON flow_run (end_time DESC);
+CREATE INDEX ix_flow_run__coalesce_start_time_expected_start_time_desc
+    ON flow_run ((coalesce(start_time, expected_start_time)) DESC);
+CREATE INDEX ix_flow_run__flow_id ON flow_run (flow_id);
 CREATE UNIQUE INDEX uq_flow_run_state__flow_run_id_timestamp_desc
     ON flow_run_state (flow_run_id, timestamp DESC);
 "#;
@@ -369,11 +373,18 @@ async fn insert_state(
 }
 
 /// Bulk load: every flow, final run and state of the tier's index in one
-/// transaction (prepared single-row inserts, pipelined in chunks).
+/// transaction (prepared single-row inserts, pipelined in chunks, in
+/// primary-key order), the secondary indexes dropped first and built once
+/// at the end.
 async fn load(c: &Client, tier: &Tier) -> Result<(), tokio_postgres::Error> {
     let w = prepare_writes(c).await?;
     c.batch_execute("BEGIN").await?;
-    let flows: Vec<_> = tier.index.flows().cloned().collect();
+    for name in appview::INDEX_NAMES {
+        c.batch_execute(&format!("DROP INDEX IF EXISTS {name}"))
+            .await?;
+    }
+    let mut flows: Vec<_> = tier.index.flows().cloned().collect();
+    flows.sort_by_key(|f| f.id);
     for f in &flows {
         c.execute(
             &w.flow,
@@ -387,14 +398,17 @@ async fn load(c: &Client, tier: &Tier) -> Result<(), tokio_postgres::Error> {
         )
         .await?;
     }
-    let runs: Vec<_> = tier.index.runs().cloned().collect();
+    let mut runs: Vec<_> = tier.index.runs().cloned().collect();
+    runs.sort_by_key(|r| r.id);
     for chunk in runs.chunks(256) {
         futures_join(chunk.iter().map(|r| insert_run(c, &w.run, r))).await?;
     }
-    let states: Vec<_> = tier.index.states().cloned().collect();
+    let mut states: Vec<_> = tier.index.states().cloned().collect();
+    states.sort_by_key(|s| s.id);
     for chunk in states.chunks(256) {
         futures_join(chunk.iter().map(|s| insert_state(c, &w.state, s))).await?;
     }
+    c.batch_execute(INDEXES).await?;
     c.batch_execute("COMMIT").await?;
     c.batch_execute("ANALYZE").await
 }
@@ -420,11 +434,7 @@ fn pg_error(e: tokio_postgres::Error) -> String {
 }
 
 /// Creates the tiers' databases, loads and checks them.
-pub fn setup(
-    rt: &Runtime,
-    tiers: &[Tier; 2],
-    context: &mut serde_json::Value,
-) -> Result<Pg, String> {
+pub fn setup(rt: &Runtime, tiers: &[Tier], context: &mut serde_json::Value) -> Result<Pg, String> {
     let base = gateway::SqlConfig::postgres_from_env();
     rt.block_on(async {
         let admin = connect(&base.url).await.map_err(pg_error)?;
@@ -450,7 +460,10 @@ pub fn setup(
             let client = connect(&base.with_database(&db).url)
                 .await
                 .map_err(pg_error)?;
-            client.batch_execute(SCHEMA).await.map_err(pg_error)?;
+            client
+                .batch_execute(&format!("{TABLES}{INDEXES}"))
+                .await
+                .map_err(pg_error)?;
             if tier.name == "300" {
                 // The 300 tier through the write path: one transaction per write.
                 let w = prepare_writes(&client).await.map_err(pg_error)?;
@@ -504,7 +517,7 @@ pub fn seed_write(target: &mut BenchTarget, rt: &Runtime, pg: &Pg, tier: &Tier) 
             for _ in 0..iters {
                 rt.block_on(async {
                     c.batch_execute(&format!(
-                        "DROP SCHEMA IF EXISTS seed CASCADE; CREATE SCHEMA seed; SET search_path TO seed; {SCHEMA}"
+                        "DROP SCHEMA IF EXISTS seed CASCADE; CREATE SCHEMA seed; SET search_path TO seed; {TABLES}{INDEXES}"
                     ))
                     .await
                     .expect("fresh schema");

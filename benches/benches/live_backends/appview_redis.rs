@@ -250,7 +250,7 @@ pub async fn read(c: &mut MultiplexedConnection, p: &str, q: &Query) -> Page {
 /// Connects, loads both tiers under their prefixes and checks them.
 pub fn setup(
     rt: &Runtime,
-    tiers: &[Tier; 2],
+    tiers: &[Tier],
     context: &mut serde_json::Value,
 ) -> Result<Redis, String> {
     let url = gateway::RedisConfig::from_env().url;
