@@ -11,7 +11,7 @@
 //!
 //! How it is fed: [`Index::apply_commit`] takes a `#commit` frame as the
 //! store sequences it, decodes the records of its ops from the commit's
-//! CAR blocks (each block's hash checked) and applies each through
+//! CAR blocks (each record block's hash checked) and applies each through
 //! [`Index::apply_record`]: a run is taken out of the sets its previous
 //! version was in and put into those of the new one (rescored). Bulk
 //! loads (the 10^5-run tier) call `apply_record` directly with the same
@@ -200,7 +200,10 @@ impl Index {
         let Frame::Commit(commit) = frame else {
             return Ok(0);
         };
-        let car = CarSlice::parse(commit.blocks, true)
+        // Only the record blocks the index decodes are hashed (below): the
+        // proof nodes and the commit block are the store's own, and the
+        // index does not read them.
+        let car = CarSlice::parse(commit.blocks, false)
             .map_err(|e| AppviewError::BadCommit(e.to_string()))?;
         let mut changes: Vec<(&str, Uuid, Option<Record>)> = Vec::with_capacity(commit.ops.len());
         for op in &commit.ops {
@@ -227,6 +230,12 @@ impl Index {
                             op.path
                         ))
                     })?;
+                    if !cid.matches(block) {
+                        return Err(AppviewError::BadCommit(format!(
+                            "record block of {} does not hash to {cid}",
+                            op.path
+                        )));
+                    }
                     changes.push((collection, id, record::decode(collection, rkey, block)?));
                 }
             }
