@@ -30,7 +30,9 @@ pub enum ThroughputKind {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GroupSpec {
-    /// The bench target that runs the group, or `*` for every target.
+    /// The bench target that runs the group, `*` for every target, or
+    /// several targets separated by commas (a group whose rows come from
+    /// two targets, e.g. the embedded and the live backends of one read).
     pub target: String,
     /// What one iteration does.
     pub unit: String,
@@ -69,7 +71,7 @@ pub struct PeerSpec {
 impl GroupSpec {
     /// Whether `target` runs this group.
     pub fn runs_in(&self, target: &str) -> bool {
-        self.target == "*" || self.target == target
+        self.target == "*" || self.target.split(',').any(|t| t.trim() == target)
     }
 }
 
@@ -231,13 +233,12 @@ mod tests {
         let registry = Registry::load().expect("units.toml is valid");
         let benches = concat!(env!("CARGO_MANIFEST_DIR"), "/benches");
         for (name, spec) in &registry.groups {
-            if spec.target != "*" {
-                let file = format!("{benches}/{}.rs", spec.target);
-                let dir = format!("{benches}/{}/main.rs", spec.target);
+            for target in spec.target.split(',').map(str::trim).filter(|t| *t != "*") {
+                let file = format!("{benches}/{target}.rs");
+                let dir = format!("{benches}/{target}/main.rs");
                 assert!(
                     std::path::Path::new(&file).exists() || std::path::Path::new(&dir).exists(),
-                    "group {name} names target {} but neither {file} nor {dir} exists",
-                    spec.target
+                    "group {name} names target {target} but neither {file} nor {dir} exists",
                 );
             }
         }

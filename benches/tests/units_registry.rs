@@ -105,7 +105,7 @@ fn every_opened_group_is_registered_and_nothing_is_stale() {
         });
         for target in targets {
             assert!(
-                spec.target == *target,
+                spec.runs_in(target),
                 "group {group} is opened by target {target} but registered for {}",
                 spec.target
             );

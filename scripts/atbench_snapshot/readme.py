@@ -93,9 +93,18 @@ def _pivot(group: Group, ids: list[str], results: Results) -> list[str]:
     return [f"`{group.name}`: {cell(group.unit)}", ""] + table(["tier"] + columns, rows) + [""]
 
 
+def home_target(group: Group) -> str:
+    """The README block a group's rows go to: its (first) target. A group whose rows come
+    from several targets (`target = "appview,live_backends"`) is tabled once, under the
+    first, all its rows side by side."""
+    return group.target.split(",")[0].strip()
+
+
 def target_block(results: Results, registry: dict[str, Group], target: str) -> list[str]:
     """The tables of one bench target's results."""
-    mine = {i: r for i, r in results.items() if registry.get(r["group"]) and registry[r["group"]].target == target}
+    mine = {
+        i: r for i, r in results.items() if registry.get(r["group"]) and home_target(registry[r["group"]]) == target
+    }
     compared: dict[str, list[str]] = defaultdict(list)
     for full_id, result in mine.items():
         if result["role"] == "compare" and not result.get("latency"):
@@ -144,7 +153,7 @@ def target_block(results: Results, registry: dict[str, Group], target: str) -> l
 
 def blocks(snapshot: dict[str, Any], file_name: str, registry: dict[str, Group]) -> dict[str, list[str]]:
     """Every generated block, keyed by marker name."""
-    targets = sorted({g.target for g in registry.values() if g.target != "*"})
+    targets = sorted({home_target(g) for g in registry.values() if g.target != "*"})
     generated = {"machine": machine_block(snapshot, file_name)}
     for target in targets:
         body = target_block(snapshot["results"], registry, target)

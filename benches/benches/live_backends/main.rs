@@ -9,10 +9,15 @@
 //! Each backend gets this run's own database (`atbench_live_<pid>`), key
 //! prefix or bucket, seeded with the first 10,000 datagen store records
 //! and dropped at the end; reads and updates draw ids uniformly (seeded).
-//! The server versions go into the run context.
+//! The server versions go into the run context. The appview's PostgreSQL
+//! and Redis rows (`appview_*.rs`, `spec/appview.md`) have databases and
+//! prefixes of their own.
 
 use benches::target::{BenchTarget, Budget};
 
+mod appview_live;
+mod appview_pg;
+mod appview_redis;
 mod live;
 mod mysql;
 mod ours;
@@ -42,6 +47,7 @@ fn main() {
     mysql::run(&mut target, &rt, &data, &mut context);
     redis_kv::run(&mut target, &rt, &data, &mut context);
     s3_objects::run(&mut target, &rt, &mut context);
+    appview_live::run(&mut target, &rt, &mut context);
     benches::sidecar::context("live_backends", context);
     target.finish();
 }

@@ -1,7 +1,9 @@
 //! `datagen` owns every seeded generator atbench uses: the hot-path NDJSON
-//! datasets ([`hotpath`]), the seeded byte buffers the codec benches feed
-//! ([`random_bytes`]), and the `datagen` CLI that writes the dataset to
-//! `data/` with its `MANIFEST.json` ([`manifest`]).
+//! datasets ([`hotpath`]), the appview's orchestration workload
+//! ([`appview`], the spec's seed 1337 on a stream of its own), the seeded
+//! byte buffers the codec benches feed ([`random_bytes`]), and the
+//! `datagen` CLI that writes the dataset to `data/` with its
+//! `MANIFEST.json` ([`manifest`]).
 //!
 //! # Seeding
 //!
@@ -45,6 +47,7 @@
 //! Numbers are written from integers (fixed decimals, no float formatting),
 //! so the text does not depend on a float printer.
 
+pub mod appview;
 pub mod hotpath;
 mod json;
 pub mod manifest;

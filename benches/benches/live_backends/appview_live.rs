@@ -1,0 +1,153 @@
+//! The appview rows of the live target: `appview.<pattern>/{postgres,redis}/{300,100k}`
+//! and `appview.seed_write/postgres/300` (`spec/appview.md`). Both tiers
+//! are the seeded workloads bulk loaded into an index (the reference
+//! every page is checked against, outside the timing); PostgreSQL gets
+//! Prefect's schema and indexes in a database of its own, Redis sets and
+//! sorted sets under a key prefix of its own, both dropped at the end.
+
+use appview::{Index, Mutation, Page, Pattern, Query, Uuid, bulk};
+use benches::inputs::Sampler;
+use benches::target::BenchTarget;
+use datagen::appview::Workload;
+
+/// One tier.
+pub struct Tier {
+    pub name: &'static str,
+    pub workload: Workload,
+    pub index: Index,
+    pub mutations: Vec<Mutation>,
+    pub lookups: Vec<Uuid>,
+}
+
+impl Tier {
+    fn new(name: &'static str, runs: usize) -> Tier {
+        let workload = datagen::appview::workload(runs);
+        let (index, mutations) = bulk::load(&workload).expect("plan the workload");
+        let mut ids: Vec<Uuid> = index.runs().map(|r| r.id).collect();
+        ids.sort();
+        let mut s = Sampler(0x6170_7076);
+        let lookups = (0..1024).map(|_| ids[s.next(ids.len())]).collect();
+        Tier {
+            name,
+            workload,
+            index,
+            mutations,
+            lookups,
+        }
+    }
+
+    /// The query of `pattern` for lookup `i`.
+    pub fn query(&self, pattern: Pattern, i: usize) -> Query {
+        Query::new(
+            pattern,
+            self.lookups[i % self.lookups.len()],
+            self.workload.now_us,
+        )
+    }
+
+    /// Outside the timing: `backend`'s page of every pattern equals the
+    /// index's, on a few lookups.
+    pub fn check(&self, backend: &str, mut read: impl FnMut(&Query) -> Page) {
+        for pattern in Pattern::ALL {
+            for i in 0..4 {
+                let q = self.query(pattern, i);
+                assert_eq!(
+                    read(&q),
+                    self.index.read(&q),
+                    "{backend} tier {}: {q:?}",
+                    self.name
+                );
+            }
+        }
+    }
+}
+
+/// Every appview group the live target runs.
+pub const GROUPS: [&str; 8] = [
+    "appview.point_lookup",
+    "appview.active_by_state",
+    "appview.completed_50",
+    "appview.paginated",
+    "appview.count_completed",
+    "appview.flow_list",
+    "appview.completed_1h",
+    "appview.seed_write",
+];
+
+/// The group of `pattern` (literal names: the registry test reads them).
+pub fn group(target: &mut BenchTarget, pattern: Pattern) -> benches::Group<'_> {
+    match pattern {
+        Pattern::PointLookup => target.group("appview.point_lookup"),
+        Pattern::ActiveByState => target.group("appview.active_by_state"),
+        Pattern::Completed50 => target.group("appview.completed_50"),
+        Pattern::Paginated => target.group("appview.paginated"),
+        Pattern::CountCompleted => target.group("appview.count_completed"),
+        Pattern::FlowList => target.group("appview.flow_list"),
+        Pattern::Completed1h => target.group("appview.completed_1h"),
+    }
+}
+
+/// The tiers: 300 and 10^5 runs; under `--test` (CI's smoke run of every
+/// bench) only 300, since loading 10^5 runs into two servers takes longer
+/// than the whole smoke run of a target should (the 10^5 pages are
+/// checked against the index whenever the rows run).
+pub fn tiers() -> Vec<Tier> {
+    if std::env::args().any(|a| a == "--test") {
+        eprintln!("atbench: appview live rows: the 100k tier is not loaded under --test");
+        return vec![Tier::new("300", 300)];
+    }
+    vec![Tier::new("300", 300), Tier::new("100k", 100_000)]
+}
+
+/// Runs the appview rows of both backends: each group opened once, the
+/// PostgreSQL rows then the Redis rows of both tiers.
+pub fn run(
+    target: &mut BenchTarget,
+    rt: &tokio::runtime::Runtime,
+    context: &mut serde_json::Value,
+) {
+    let tiers = tiers();
+    let pg = match crate::appview_pg::setup(rt, &tiers, context) {
+        Ok(pg) => Some(pg),
+        Err(e) => {
+            crate::live::unavailable(target, "postgres (appview)", &[], &e);
+            None
+        }
+    };
+    let redis = match crate::appview_redis::setup(rt, &tiers, context) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            crate::live::unavailable(target, "redis (appview)", &[], &e);
+            None
+        }
+    };
+    if pg.is_none() && redis.is_none() {
+        for g in GROUPS {
+            target.skip_group(g, "neither postgres nor redis is reachable");
+        }
+        return;
+    }
+    for pattern in Pattern::ALL {
+        let mut g = group(target, pattern);
+        g.throughput(criterion::Throughput::Elements(1));
+        for tier in &tiers {
+            if let Some(pg) = &pg {
+                crate::appview_pg::bench(&mut g, rt, pg, tier, pattern);
+            }
+            if let Some(r) = &redis {
+                crate::appview_redis::bench(&mut g, rt, r, tier, pattern);
+            }
+        }
+        g.finish();
+    }
+    match pg {
+        Some(pg) => {
+            crate::appview_pg::seed_write(target, rt, &pg, &tiers[0]);
+            crate::appview_pg::teardown(rt, pg);
+        }
+        None => target.skip_group("appview.seed_write", "postgres is not reachable"),
+    }
+    if let Some(r) = redis {
+        crate::appview_redis::teardown(rt, r);
+    }
+}

@@ -1,0 +1,155 @@
+//! [`AppView`]: the application. Its canonical state is one atproto
+//! repository in a `crates/store` database; every flow, run and state
+//! change is a record there, written as a signed commit, and the index is
+//! fed by those commits as they land.
+//!
+//! A write: under the appview's write lock, the input is checked and
+//! planned against the index (`plan.rs`; a refusal writes nothing), its
+//! records are encoded and committed in one `applyWrites` (a run with its
+//! first state, or a state with the run it moves: the commit is the
+//! transaction), the store's `#commit` event for it is read back
+//! (`events_after`) and the index applies it. Opening rebuilds the index
+//! from the repository alone ([`crate::rebuild`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, RwLock, RwLockReadGuard};
+
+use repo::crypto::{Algorithm, Keypair};
+use store::{Config, RecordWrite, Store, StoreError};
+
+use crate::error::{AppviewError, Result};
+use crate::index::Index;
+use crate::model::{Mutation, Record};
+use crate::plan::{Input, plan};
+use crate::query::{Page, Query, ReadBackend};
+use crate::record;
+
+/// The store's file inside an appview directory.
+pub const STORE_FILE: &str = "appview.sqlite";
+/// The DID of the appview's repository.
+pub const APPVIEW_DID: &str = "did:plc:atbenchappviewrepo234567";
+
+/// The appview's signing key (fixed, derived like the store fixtures'
+/// account keys, so a test or a bench can verify its commits).
+pub fn signing_key() -> Result<Keypair> {
+    let secret = datagen::store::signing_secret(0x4150_5056);
+    Keypair::from_bytes(Algorithm::K256, &secret)
+        .map_err(|e| AppviewError::BadCommit(format!("signing key: {e}")))
+}
+
+/// The store path of directory `dir`.
+pub fn store_path(dir: &Path) -> PathBuf {
+    dir.join(STORE_FILE)
+}
+
+/// The application: a store, its repository, and the index.
+pub struct AppView {
+    store: Store,
+    did: String,
+    index: RwLock<Index>,
+    writes: Mutex<()>,
+}
+
+impl AppView {
+    /// Opens (creating when missing) the appview in `dir` with the store's
+    /// `config`, and rebuilds the index from the repository.
+    pub fn open(dir: &Path, config: Config) -> Result<AppView> {
+        std::fs::create_dir_all(dir)?;
+        let store = Store::open(store_path(dir), config)?;
+        match store.create_account(APPVIEW_DID, &signing_key()?) {
+            Ok(_) | Err(StoreError::AccountExists(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let index = crate::rebuild::rebuild(&store, APPVIEW_DID)?;
+        Ok(AppView {
+            store,
+            did: APPVIEW_DID.to_owned(),
+            index: RwLock::new(index),
+            writes: Mutex::new(()),
+        })
+    }
+
+    /// Opens an existing appview read-only (the CLI's queries): an error
+    /// naming `dir` when it holds none.
+    pub fn open_existing(dir: &Path) -> Result<AppView> {
+        let path = store_path(dir);
+        if !path.is_file() {
+            return Err(AppviewError::NoDatabase(dir.to_path_buf()));
+        }
+        let store = Store::open_read_only(&path, Config::default())?;
+        let index = crate::rebuild::rebuild(&store, APPVIEW_DID)?;
+        Ok(AppView {
+            store,
+            did: APPVIEW_DID.to_owned(),
+            index: RwLock::new(index),
+            writes: Mutex::new(()),
+        })
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The repository's DID.
+    pub fn did(&self) -> &str {
+        &self.did
+    }
+
+    /// The live index.
+    pub fn index(&self) -> RwLockReadGuard<'_, Index> {
+        self.index.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Checks, plans, commits and indexes one client operation; returns
+    /// what it wrote.
+    pub fn apply(&self, input: &Input) -> Result<Mutation> {
+        let _writer = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        let mutation = plan(&*self.index(), input)?;
+        let writes = mutation
+            .records()
+            .iter()
+            .map(|r| write_of(r, &mutation))
+            .collect();
+        let info = self.store.apply_writes(&self.did, writes, None)?;
+        let events = self.store.events_after(info.seq - 1, 1)?;
+        let event = events
+            .first()
+            .filter(|e| e.seq == info.seq)
+            .ok_or_else(|| {
+                AppviewError::BadCommit(format!("event {} of our commit is missing", info.seq))
+            })?;
+        let mut index = self.index.write().unwrap_or_else(|p| p.into_inner());
+        index.apply_commit(&event.frame)?;
+        Ok(mutation)
+    }
+
+    /// [`apply`](Self::apply) of a workload operation.
+    pub fn apply_op(&self, op: &datagen::appview::Op) -> Result<Mutation> {
+        self.apply(&Input::from_op(op)?)
+    }
+
+    /// Rebuilds an index from the repository alone (an export of it).
+    pub fn rebuild_index(&self) -> Result<Index> {
+        crate::rebuild::rebuild(&self.store, &self.did)
+    }
+}
+
+impl ReadBackend for AppView {
+    fn query(&self, query: &Query) -> Result<Page> {
+        Ok(self.index().read(query))
+    }
+}
+
+/// The store write of one record of `mutation`: a run is created by
+/// `CreateRun` and replaced by `SetState`; everything else is new.
+fn write_of(r: &Record, mutation: &Mutation) -> RecordWrite {
+    let rkey = r.id().to_string();
+    let bytes = record::encode(r);
+    match (r, mutation) {
+        (Record::Run(_), Mutation::SetState(..)) => {
+            RecordWrite::update(r.collection(), &rkey, bytes)
+        }
+        _ => RecordWrite::create(r.collection(), Some(&rkey), bytes),
+    }
+}

@@ -1,0 +1,330 @@
+//! [`Index`]: the in-process read model, fed by the repository's commits.
+//!
+//! What it holds:
+//! - a record map per kind (run id -> decoded run, for point reads; flows;
+//!   the state history, for a run's current state);
+//! - per state type and globally, four [`OrdSet`]s: by (expected start,
+//!   id), by (coalesce(start, expected start), id), by (end, id) (runs
+//!   that ended) and by id; the per-state id set is also the membership
+//!   set, so a count is its length (O(1));
+//! - a set of runs per flow, and flows by name.
+//!
+//! How it is fed: [`Index::apply_commit`] takes a `#commit` frame as the
+//! store sequences it, decodes the records of its ops from the commit's
+//! CAR blocks (each record block's hash checked) and applies each through
+//! [`Index::apply_record`]: a run is taken out of the sets its previous
+//! version was in and put into those of the new one (rescored). Bulk
+//! loads (the 10^5-run tier) call `apply_record` directly with the same
+//! decoded records, and [`crate::rebuild`] does the same from an exported
+//! repository. Every page costs O(log n + limit): an offset is a rank.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use repo::car::CarSlice;
+use repo::firehose::{Action, Frame};
+
+use crate::error::{AppviewError, Result};
+use crate::model::{
+    FLOW_NSID, Flow, FlowRun, FlowRunState, RUN_NSID, Record, STATE_NSID, StateType,
+};
+use crate::ordset::OrdSet;
+use crate::plan::Lookup;
+use crate::query::{
+    ACTIVE_LIMIT, COMPLETED_LIMIT, FLOW_LIMIT, PAGE_LIMIT, PAGE_OFFSET, Page, Query, ReadBackend,
+    RunWithState, WINDOW_LIMIT, WINDOW_US,
+};
+use crate::record;
+use crate::uuid::Uuid;
+
+/// The ordered sets of one population (all runs, or one state type's).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Sets {
+    expected: OrdSet<(i64, Uuid)>,
+    started: OrdSet<(i64, Uuid)>,
+    ended: OrdSet<(i64, Uuid)>,
+    ids: OrdSet<Uuid>,
+}
+
+impl Sets {
+    fn add(&mut self, r: &FlowRun) {
+        self.expected.insert((r.expected_start, r.id));
+        self.started.insert((r.start_or_expected(), r.id));
+        if let Some(end) = r.end {
+            self.ended.insert((end, r.id));
+        }
+        self.ids.insert(r.id);
+    }
+
+    fn remove(&mut self, r: &FlowRun) {
+        self.expected.remove(&(r.expected_start, r.id));
+        self.started.remove(&(r.start_or_expected(), r.id));
+        if let Some(end) = r.end {
+            self.ended.remove(&(end, r.id));
+        }
+        self.ids.remove(&r.id);
+    }
+}
+
+/// The read model. Two indexes are equal when they hold the same records
+/// and the same ordered sets.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Index {
+    flows: HashMap<Uuid, Arc<Flow>>,
+    flow_names: BTreeMap<String, Arc<Flow>>,
+    runs: HashMap<Uuid, Arc<FlowRun>>,
+    states: HashMap<Uuid, Arc<FlowRunState>>,
+    by_flow: HashMap<Uuid, HashSet<Uuid>>,
+    all: Sets,
+    by_state: [Sets; 9],
+}
+
+impl Index {
+    /// An empty index.
+    pub fn new() -> Index {
+        Index::default()
+    }
+
+    /// Runs held.
+    pub fn run_count(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// Flows held.
+    pub fn flow_count(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// States held (the whole history).
+    pub fn state_count(&self) -> usize {
+        self.states.len()
+    }
+
+    /// Runs in state `t` (O(1)).
+    pub fn count_in(&self, t: StateType) -> usize {
+        self.by_state[t.index()].ids.len()
+    }
+
+    /// Runs of flow `flow`.
+    pub fn runs_of_flow(&self, flow: Uuid) -> usize {
+        self.by_flow.get(&flow).map_or(0, HashSet::len)
+    }
+
+    /// Every run, in no order (for loading the baselines).
+    pub fn runs(&self) -> impl Iterator<Item = &Arc<FlowRun>> + '_ {
+        self.runs.values()
+    }
+
+    /// Every flow, by name.
+    pub fn flows(&self) -> impl Iterator<Item = &Arc<Flow>> + '_ {
+        self.flow_names.values()
+    }
+
+    /// Every state of the history, in no order.
+    pub fn states(&self) -> impl Iterator<Item = &Arc<FlowRunState>> + '_ {
+        self.states.values()
+    }
+
+    /// The run with the latest expected start, and the latest end (the
+    /// CLI's defaults for `point_lookup` and `completed_1h`).
+    pub fn defaults(&self) -> (Option<Uuid>, Option<i64>) {
+        let set = &self.all.expected;
+        let run = set.get(set.len().wrapping_sub(1)).map(|k| k.1);
+        let ended = &self.all.ended;
+        (run, ended.get(ended.len().wrapping_sub(1)).map(|k| k.0))
+    }
+
+    /// Applies one decoded record (its current version).
+    pub fn apply_record(&mut self, record: Record) {
+        match record {
+            Record::Flow(f) => {
+                let f = Arc::new(f);
+                if let Some(old) = self.flows.insert(f.id, f.clone()) {
+                    self.flow_names.remove(&old.name);
+                }
+                self.flow_names.insert(f.name.clone(), f);
+            }
+            Record::Run(r) => {
+                let r = Arc::new(r);
+                if let Some(old) = self.runs.insert(r.id, r.clone()) {
+                    self.unlink_run(&old);
+                }
+                self.all.add(&r);
+                self.by_state[r.state_type.index()].add(&r);
+                self.by_flow.entry(r.flow_id).or_default().insert(r.id);
+            }
+            Record::State(s) => {
+                self.states.insert(s.id, Arc::new(s));
+            }
+        }
+    }
+
+    fn unlink_run(&mut self, old: &FlowRun) {
+        self.all.remove(old);
+        self.by_state[old.state_type.index()].remove(old);
+        if let Some(set) = self.by_flow.get_mut(&old.flow_id) {
+            set.remove(&old.id);
+            if set.is_empty() {
+                self.by_flow.remove(&old.flow_id);
+            }
+        }
+    }
+
+    /// Removes the record `collection/rkey` (a delete op).
+    pub fn delete_record(&mut self, collection: &str, id: Uuid) {
+        match collection {
+            FLOW_NSID => {
+                if let Some(old) = self.flows.remove(&id) {
+                    self.flow_names.remove(&old.name);
+                }
+            }
+            RUN_NSID => {
+                if let Some(old) = self.runs.remove(&id) {
+                    self.unlink_run(&old);
+                }
+            }
+            STATE_NSID => {
+                self.states.remove(&id);
+            }
+            _ => {}
+        }
+    }
+
+    /// Applies a `#commit` frame of the appview's repository: every op on
+    /// its collections, decoded from the commit's blocks. All the commit's
+    /// records are decoded before any is applied, so a bad commit changes
+    /// nothing. Other frames and other collections are ignored. Returns
+    /// the records applied.
+    pub fn apply_commit(&mut self, frame: &[u8]) -> Result<usize> {
+        let frame = Frame::decode(frame).map_err(|e| AppviewError::BadCommit(e.to_string()))?;
+        let Frame::Commit(commit) = frame else {
+            return Ok(0);
+        };
+        // Only the record blocks the index decodes are hashed (below): the
+        // proof nodes and the commit block are the store's own, and the
+        // index does not read them.
+        let car = CarSlice::parse(commit.blocks, false)
+            .map_err(|e| AppviewError::BadCommit(e.to_string()))?;
+        let mut changes: Vec<(&str, Uuid, Option<Record>)> = Vec::with_capacity(commit.ops.len());
+        for op in &commit.ops {
+            let (collection, rkey) = op.path.split_once('/').ok_or_else(|| {
+                AppviewError::BadCommit(format!("op path {:?} has no '/'", op.path))
+            })?;
+            if ![FLOW_NSID, RUN_NSID, STATE_NSID].contains(&collection) {
+                continue;
+            }
+            let id = Uuid::parse(rkey)?;
+            match op.action {
+                Action::Delete => changes.push((collection, id, None)),
+                Action::Create | Action::Update => {
+                    let cid = op.cid.ok_or_else(|| {
+                        AppviewError::BadCommit(format!(
+                            "{} op on {} without a cid",
+                            op.action.as_str(),
+                            op.path
+                        ))
+                    })?;
+                    let block = car.get(&cid).ok_or_else(|| {
+                        AppviewError::BadCommit(format!(
+                            "record block {cid} of {} not in the commit",
+                            op.path
+                        ))
+                    })?;
+                    if !cid.matches(block) {
+                        return Err(AppviewError::BadCommit(format!(
+                            "record block of {} does not hash to {cid}",
+                            op.path
+                        )));
+                    }
+                    changes.push((collection, id, record::decode(collection, rkey, block)?));
+                }
+            }
+        }
+        let n = changes.len();
+        for (collection, id, record) in changes {
+            match record {
+                Some(r) => self.apply_record(r),
+                None => self.delete_record(collection, id),
+            }
+        }
+        Ok(n)
+    }
+
+    fn page(&self, ids: impl Iterator<Item = Uuid>) -> Page {
+        Page::Runs(ids.filter_map(|id| self.runs.get(&id).cloned()).collect())
+    }
+
+    /// Answers a read pattern (see [`Query`]).
+    pub fn read(&self, query: &Query) -> Page {
+        match *query {
+            Query::PointLookup(id) => Page::Run(self.runs.get(&id).map(|run| RunWithState {
+                state: self.states.get(&run.state_id).cloned(),
+                run: run.clone(),
+            })),
+            Query::ActiveByState => {
+                let running = &self.by_state[StateType::Running.index()].ids;
+                let pending = &self.by_state[StateType::Pending.index()].ids;
+                let mut a = running.rev_from(running.len()).copied().peekable();
+                let mut b = pending.rev_from(pending.len()).copied().peekable();
+                let merged = std::iter::from_fn(move || match (a.peek(), b.peek()) {
+                    (Some(x), Some(y)) if x >= y => a.next(),
+                    (Some(_), Some(_)) | (None, Some(_)) => b.next(),
+                    (Some(_), None) => a.next(),
+                    (None, None) => None,
+                });
+                self.page(merged.take(ACTIVE_LIMIT))
+            }
+            Query::Completed50 => {
+                let set = &self.by_state[StateType::Completed.index()].started;
+                self.page(set.rev_from(set.len()).take(COMPLETED_LIMIT).map(|k| k.1))
+            }
+            Query::Paginated => {
+                let set = &self.all.expected;
+                let end = set.len().saturating_sub(PAGE_OFFSET);
+                self.page(set.rev_from(end).take(PAGE_LIMIT).map(|k| k.1))
+            }
+            Query::CountCompleted => Page::Count(self.count_in(StateType::Completed) as u64),
+            Query::FlowList => {
+                Page::Flows(self.flow_names.values().take(FLOW_LIMIT).cloned().collect())
+            }
+            Query::Completed1h { now } => {
+                let set = &self.all.ended;
+                let end = match now.checked_add(1) {
+                    Some(after) => set.rank(&(after, Uuid(0))),
+                    None => set.len(),
+                };
+                let from = now.saturating_sub(WINDOW_US);
+                self.page(
+                    set.rev_from(end)
+                        .take_while(|k| k.0 >= from)
+                        .take(WINDOW_LIMIT)
+                        .map(|k| k.1),
+                )
+            }
+        }
+    }
+}
+
+impl ReadBackend for Index {
+    fn query(&self, query: &Query) -> Result<Page> {
+        Ok(self.read(query))
+    }
+}
+
+impl Lookup for Index {
+    fn flow(&self, id: Uuid) -> Option<&Flow> {
+        self.flows.get(&id).map(|f| &**f)
+    }
+
+    fn flow_name_taken(&self, name: &str) -> bool {
+        self.flow_names.contains_key(name)
+    }
+
+    fn run(&self, id: Uuid) -> Option<&FlowRun> {
+        self.runs.get(&id).map(|r| &**r)
+    }
+
+    fn id_taken(&self, id: Uuid) -> bool {
+        self.runs.contains_key(&id) || self.flows.contains_key(&id) || self.states.contains_key(&id)
+    }
+}

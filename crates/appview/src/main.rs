@@ -1,0 +1,182 @@
+//! `appview` CLI: shows the read path to a person.
+//!
+//! ```text
+//! cargo run --release -p appview -- seed --runs 300 --db DIR
+//! cargo run --release -p appview -- query <pattern> [--backend index|sqlite] --db DIR [--run UUID] [--now MICROS]
+//! ```
+//!
+//! `seed` writes the seeded workload twice into an empty `DIR`: as signed
+//! commits of the appview's repository (`appview.sqlite`, the index fed
+//! as they land) and as SQL transactions into the baseline
+//! (`baseline.sqlite`); it prints both rates. `query` prints one read
+//! pattern's page as a table, from the index (rebuilt from the
+//! repository) or from the baseline. `point_lookup` defaults to the run
+//! with the latest expected start; `completed_1h` to the hour before the
+//! latest end.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use appview::{
+    AppView, AppviewError, BASELINE_FILE, Pattern, Query, ReadBackend, Result, SqliteBaseline,
+    Uuid, bulk, store_path,
+};
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "appview",
+    version,
+    about = "The appview read path: seed it, query it"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Backend {
+    /// The index fed by the repository's commits.
+    Index,
+    /// The SQLite baseline (Prefect's schema).
+    Sqlite,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Writes the seeded workload (seed 1337) into an empty directory.
+    Seed {
+        /// Flow runs (the reference's scale is 300).
+        #[arg(long, default_value_t = 300)]
+        runs: usize,
+        /// The directory (created; must not hold an appview yet).
+        #[arg(long, value_name = "DIR")]
+        db: PathBuf,
+    },
+    /// Prints one read pattern's page.
+    Query {
+        /// point_lookup, active_by_state, completed_50, paginated,
+        /// count_completed, flow_list or completed_1h.
+        pattern: String,
+        /// Where the page comes from.
+        #[arg(long, value_enum, default_value_t = Backend::Index)]
+        backend: Backend,
+        /// The directory `seed` wrote.
+        #[arg(long, value_name = "DIR")]
+        db: PathBuf,
+        /// The run of `point_lookup`.
+        #[arg(long)]
+        run: Option<String>,
+        /// The end of `completed_1h`'s window (µs since the epoch).
+        #[arg(long)]
+        now: Option<i64>,
+    },
+}
+
+fn seed(runs: usize, dir: &std::path::Path) -> Result<()> {
+    if store_path(dir).exists() || dir.join(BASELINE_FILE).exists() {
+        return Err(AppviewError::Io(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!(
+                "{}: holds an appview already; seed an empty directory",
+                dir.display()
+            ),
+        )));
+    }
+    let workload = datagen::appview::workload(runs);
+    let app = AppView::open(dir, store::Config::default())?;
+    let t = Instant::now();
+    for op in &workload.ops {
+        app.apply_op(op)?;
+    }
+    let atproto = t.elapsed();
+    let (_, mutations) = bulk::load(&workload)?;
+    let mut sql = SqliteBaseline::open(&dir.join(BASELINE_FILE))?;
+    let t = Instant::now();
+    for m in &mutations {
+        sql.apply(m)?;
+    }
+    let sqlite = t.elapsed();
+    sql.analyze()?;
+    let n = workload.ops.len() as f64;
+    println!(
+        "seeded {} flows, {} runs, {} writes (seed {})",
+        workload.flows,
+        workload.runs,
+        workload.ops.len(),
+        datagen::appview::APPVIEW_SEED
+    );
+    println!(
+        "atproto (signed commits + index): {:.0} writes/s; sqlite (one transaction each): {:.0} writes/s",
+        n / atproto.as_secs_f64(),
+        n / sqlite.as_secs_f64()
+    );
+    println!(
+        "index: {} runs, {} states",
+        app.index().run_count(),
+        app.index().state_count()
+    );
+    Ok(())
+}
+
+fn query(
+    pattern: &str,
+    backend: Backend,
+    dir: &std::path::Path,
+    run: Option<&str>,
+    now: Option<i64>,
+) -> Result<()> {
+    let pattern = Pattern::parse(pattern)?;
+    let run = run.map(Uuid::parse).transpose()?;
+    let (page, defaults) = match backend {
+        Backend::Index => {
+            let app = AppView::open_existing(dir)?;
+            let defaults = app.index().defaults();
+            let q = Query::new(
+                pattern,
+                run.or(defaults.0).unwrap_or_default(),
+                now.or(defaults.1).unwrap_or(0),
+            );
+            (app.query(&q)?, q)
+        }
+        Backend::Sqlite => {
+            let path = dir.join(BASELINE_FILE);
+            if !path.is_file() {
+                return Err(AppviewError::NoDatabase(dir.to_path_buf()));
+            }
+            let sql = SqliteBaseline::open_existing(&path)?;
+            let defaults = sql.defaults()?;
+            let q = Query::new(
+                pattern,
+                run.or(defaults.0).unwrap_or_default(),
+                now.or(defaults.1).unwrap_or(0),
+            );
+            (sql.query(&q)?, q)
+        }
+    };
+    println!("{} on {:?}: {:?}", pattern.name(), backend, defaults);
+    print!("{}", page.to_table());
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Seed { runs, db } => seed(*runs, db),
+        Command::Query {
+            pattern,
+            backend,
+            db,
+            run,
+            now,
+        } => query(pattern, *backend, db, run.as_deref(), *now),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("appview: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
