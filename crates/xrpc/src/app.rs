@@ -10,6 +10,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use repo::crypto::{Algorithm, Keypair};
@@ -43,6 +44,8 @@ pub struct App {
     /// Password hashes running at once (one per read thread): each fills
     /// 16 MiB, so fifty logins at once would otherwise take 800 MiB.
     pub kdf: tokio::sync::Semaphore,
+    /// Commits in flight (see [`App::commit_slot`]).
+    commits: AtomicUsize,
     /// The `describeServer` answer.
     pub describe: Bytes,
     /// The startup report line.
@@ -176,6 +179,7 @@ impl App {
         let reads = Arc::new(crate::pool::Pool::new(config.read_threads)?);
         Ok(App {
             kdf: tokio::sync::Semaphore::new(config.read_threads.max(1)),
+            commits: AtomicUsize::new(0),
             reads,
             store,
             accounts,
@@ -197,6 +201,28 @@ impl App {
             .map_err(|_| XrpcError::internal("server shutting down"))
     }
 
+    /// Counts a commit in flight until the returned slot drops, and says
+    /// whether it may run on the calling async thread: only when no other
+    /// commit is in flight.
+    ///
+    /// Why: a commit sent to the blocking pool costs a thread wake there
+    /// and another back to the async thread, several context switches per
+    /// write, which on two cores cost more CPU than the HTTP exchange
+    /// itself (`xrpc.write/create_record/c1`; `examples/write_probe.rs`
+    /// counts them). A lone commit runs its own group commit in the store
+    /// (no writer thread to wait for), so it blocks its async thread only
+    /// for its own work, and the other async thread stays free. Once
+    /// commits overlap they all go to the blocking pool, where they wait
+    /// in the store's group commit together instead of holding async
+    /// threads.
+    pub fn commit_slot(&self) -> CommitSlot<'_> {
+        let before = self.commits.fetch_add(1, Ordering::AcqRel);
+        CommitSlot {
+            count: &self.commits,
+            inline: before == 0,
+        }
+    }
+
     /// The account a `repo` parameter names (a DID or a handle).
     pub fn account(&self, id: &Id<'_>) -> Option<Arc<Account>> {
         match id {
@@ -216,6 +242,19 @@ impl App {
                 .map(|a| a.did.clone())
                 .ok_or_else(|| XrpcError::bad(error, format!("Could not find repo: {h}"))),
         }
+    }
+}
+
+/// One commit in flight ([`App::commit_slot`]).
+pub struct CommitSlot<'a> {
+    count: &'a AtomicUsize,
+    /// Whether the commit may run on the calling async thread.
+    pub inline: bool,
+}
+
+impl Drop for CommitSlot<'_> {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

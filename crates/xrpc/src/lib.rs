@@ -5,10 +5,12 @@
 //! # Shape
 //!
 //! One tokio runtime: the async threads parse HTTP, route, check tokens and
-//! render JSON; no store call runs on them. Short reads run on a fixed read
-//! pool (`pool.rs`, one thread per core); commits, which wait on the
-//! store's group commit, and scrypt run on tokio's blocking pool, so a
-//! slow commit never stalls a connection's parsing. The router is a `match` on
+//! render JSON. Short reads run on a fixed read pool (`pool.rs`, one
+//! thread per core); scrypt and commits run on tokio's blocking pool,
+//! except a commit that finds no other in flight, which runs on its async
+//! thread to spare the two thread wakes of the hop (`App::commit_slot`):
+//! the other async thread stays free, and overlapping commits wait in the
+//! store's group commit on the blocking pool, never on async threads. The router is a `match` on
 //! the method name (`routes/mod.rs`); handlers render their JSON directly
 //! into one buffer (records come pre-rendered from the store:
 //! [`store::RecordView::json`]).

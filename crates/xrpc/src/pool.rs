@@ -9,7 +9,8 @@
 //! switch on each side, more than the read itself
 //! (`xrpc.route/get_record/c50`). Here a job is queued under a mutex and a
 //! thread is woken only when one is idle; under load the threads are busy
-//! and drain the queue back to back. Commits stay on the blocking pool:
+//! and drain the queue back to back. Overlapping commits (see
+//! `App::commit_slot`) stay on the blocking pool:
 //! they wait for the store's group commit, and a fixed pool that small
 //! would serialize them and defeat the batching.
 

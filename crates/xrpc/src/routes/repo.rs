@@ -134,8 +134,16 @@ async fn commit(
     writes: Vec<RecordWrite>,
     swap: Option<Cid>,
 ) -> XResult<CommitInfo> {
-    let store = app.store.clone();
-    let info = blocking(move || Ok(store.apply_writes(&did, writes, swap)?)).await?;
+    let slot = app.commit_slot();
+    let info = if slot.inline {
+        // The only commit in flight: run it here, without the two thread
+        // wakes of a blocking-pool hop.
+        app.store.apply_writes(&did, writes, swap)?
+    } else {
+        let store = app.store.clone();
+        blocking(move || Ok(store.apply_writes(&did, writes, swap)?)).await?
+    };
+    drop(slot);
     app.hub.committed(info.seq);
     Ok(info)
 }
