@@ -7,8 +7,10 @@
 //! planned against the index (`plan.rs`; a refusal writes nothing), its
 //! records are encoded and committed in one `applyWrites` (a run with its
 //! first state, or a state with the run it moves: the commit is the
-//! transaction), the store's `#commit` event for it is read back
-//! (`events_after`) and the index applies it. Opening rebuilds the index
+//! transaction), and the index applies the `#commit` event frame the
+//! store stored for it, which the store hands back with the commit
+//! (`Store::apply_writes_framed`: the same bytes `events_after` returns,
+//! without a read back). Opening rebuilds the index
 //! from the repository alone ([`crate::rebuild`]).
 
 use std::path::{Path, PathBuf};
@@ -106,21 +108,13 @@ impl AppView {
     pub fn apply(&self, input: &Input) -> Result<Mutation> {
         let _writer = self.writes.lock().unwrap_or_else(|p| p.into_inner());
         let mutation = plan(&*self.index(), input)?;
-        let writes = mutation
-            .records()
-            .iter()
-            .map(|r| write_of(r, &mutation))
-            .collect();
-        let info = self.store.apply_writes(&self.did, writes, None)?;
-        let events = self.store.events_after(info.seq - 1, 1)?;
-        let event = events
-            .first()
-            .filter(|e| e.seq == info.seq)
-            .ok_or_else(|| {
-                AppviewError::BadCommit(format!("event {} of our commit is missing", info.seq))
-            })?;
+        let writes = store_writes(&mutation);
+        // The store hands back the `#commit` frame it stored for this
+        // commit (the bytes a `subscribeRepos` consumer gets), so the index
+        // decodes the commit's blocks without reading the event back.
+        let committed = self.store.apply_writes_framed(&self.did, writes, None)?;
         let mut index = self.index.write().unwrap_or_else(|p| p.into_inner());
-        index.apply_commit(&event.frame)?;
+        index.apply_commit(&committed.frame)?;
         Ok(mutation)
     }
 
@@ -139,6 +133,18 @@ impl ReadBackend for AppView {
     fn query(&self, query: &Query) -> Result<Page> {
         Ok(self.index().read(query))
     }
+}
+
+/// The store writes of `mutation`, one `applyWrites` (one signed commit):
+/// what [`AppView::apply`] commits for it. Public so a probe can commit
+/// the same writes through the store alone (`appview.seed_write`'s store
+/// floor).
+pub fn store_writes(mutation: &Mutation) -> Vec<RecordWrite> {
+    mutation
+        .records()
+        .iter()
+        .map(|r| write_of(r, mutation))
+        .collect()
 }
 
 /// The store write of one record of `mutation`: a run is created by

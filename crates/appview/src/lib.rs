@@ -46,7 +46,7 @@ mod record;
 mod sqlite;
 mod uuid;
 
-pub use app::{APPVIEW_DID, AppView, STORE_FILE, signing_key, store_path};
+pub use app::{APPVIEW_DID, AppView, STORE_FILE, signing_key, store_path, store_writes};
 pub use error::{AppviewError, Result};
 pub use index::Index;
 pub use model::{

@@ -19,7 +19,7 @@ use repo::syntax::validate_did;
 use crate::error::{Failed, Result, StoreError};
 use crate::lane::{Lane, LazyReader, hold};
 use crate::plan::plan_commit;
-use crate::{CommitInfo, RecordWrite, Store};
+use crate::{CommitInfo, Committed, RecordWrite, Store};
 
 impl Store {
     /// applyWrites: up to [`crate::Config::max_writes`] writes as one
@@ -30,6 +30,20 @@ impl Store {
         writes: Vec<RecordWrite>,
         swap_commit: Option<Cid>,
     ) -> Result<CommitInfo> {
+        self.apply_writes_framed(did, writes, swap_commit)
+            .map(|c| c.info)
+    }
+
+    /// [`apply_writes`](Self::apply_writes), also handing back the
+    /// commit's `#commit` event frame (the bytes the writer stored as
+    /// event `seq`; see [`Committed`]). Costs nothing more: the writer
+    /// builds the frame anyway.
+    pub fn apply_writes_framed(
+        &self,
+        did: &str,
+        writes: Vec<RecordWrite>,
+        swap_commit: Option<Cid>,
+    ) -> Result<Committed> {
         validate_did(did)?;
         let writes = Arc::new(self.prepare_writes(writes)?);
         if self.is_read_only() {
@@ -64,9 +78,7 @@ impl Store {
         }
         let owned = did.to_owned();
         let answer = self.submit_job(
-            move |w| -> std::result::Result<CommitInfo, Failed> {
-                w.commit(&owned, &writes, &plan)
-            },
+            move |w| -> std::result::Result<Committed, Failed> { w.commit(&owned, &writes, &plan) },
             false,
         );
         if answer.is_err() {

@@ -146,6 +146,20 @@ pub struct CommitInfo {
     pub results: Vec<WriteOutcome>,
 }
 
+/// A committed write with its `#commit` event frame, as
+/// [`crate::Store::apply_writes_framed`] returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    /// The commit.
+    pub info: CommitInfo,
+    /// The encoded `#commit` frame (header and body) of event
+    /// `info.seq`: the same bytes [`crate::Store::events_after`] returns
+    /// for it, handed over from the writer that built and stored them, so
+    /// a caller that consumes its own commits (an index fed by them) need
+    /// not read the event back.
+    pub frame: Vec<u8>,
+}
+
 /// A repository's current root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RepoRoot {

@@ -13,7 +13,6 @@ use repo::mst::{MemoryBlockStore, Mst};
 use repo::syntax::{Tid, TidGenerator};
 use rusqlite::Connection;
 
-use crate::CommitInfo;
 use crate::cid_cache::CidCache;
 use crate::error::{Failed, Result, StoreError};
 use crate::events::{commit_frame, frame_body_of, insert_event, sync_body};
@@ -24,6 +23,7 @@ use crate::prepare::Prepared;
 use crate::rows::{
     RootWrite, import_records, log_commit, read_root, root_commit, write_records, write_root,
 };
+use crate::{CommitInfo, Committed};
 
 /// The writer's state (owned by the writer thread, or by a lone caller
 /// running its batch, see `batch.rs`).
@@ -145,7 +145,7 @@ impl Writer {
         did: &str,
         writes: &[Prepared],
         plan: &Plan,
-    ) -> std::result::Result<CommitInfo, Failed> {
+    ) -> std::result::Result<Committed, Failed> {
         match root_commit(&self.conn, did).map_err(Failed::clean)? {
             None => return Err(Failed::clean(StoreError::UnknownAccount(did.to_owned()))),
             Some(c) if c != plan.base.commit => {
@@ -156,7 +156,7 @@ impl Writer {
         self.write_commit(did, writes, plan).map_err(Failed::wrote)
     }
 
-    fn write_commit(&mut self, did: &str, writes: &[Prepared], plan: &Plan) -> Result<CommitInfo> {
+    fn write_commit(&mut self, did: &str, writes: &[Prepared], plan: &Plan) -> Result<Committed> {
         let (ccid, cbytes) = &plan.commit;
         let rev = plan.rev.as_str();
         let data = plan.result.commit.root;
@@ -180,13 +180,16 @@ impl Writer {
         let (frame, results) = commit_frame(seq, did, writes, plan, &plan.base.rev, plan.base.data);
         self.put_event(did, "#commit", frame_body_of(&frame, "#commit")?)?;
         log_commit(&self.conn, did, rev, ccid, seq)?;
-        Ok(CommitInfo {
-            did: did.to_owned(),
-            commit: *ccid,
-            rev: rev.to_owned(),
-            data,
-            seq,
-            results,
+        Ok(Committed {
+            info: CommitInfo {
+                did: did.to_owned(),
+                commit: *ccid,
+                rev: rev.to_owned(),
+                data,
+                seq,
+                results,
+            },
+            frame,
         })
     }
 

@@ -98,3 +98,32 @@ fn identity_and_account_events_are_sequenced() {
     assert!(store.account_state(&did).unwrap().unwrap().active);
     verify_all_events(&store);
 }
+
+#[test]
+fn framed_commit_hands_back_the_stored_event() {
+    use repo::firehose::Frame;
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let did = accounts(&store, 1).remove(0);
+    for i in 0..3 {
+        let r = datagen::store::post(0, i);
+        let w = store::RecordWrite::create(r.collection, None, cbor(&r.value));
+        let c = store.apply_writes_framed(&did, vec![w], None).unwrap();
+        // The same bytes a catch-up reader gets for that seq.
+        let stored = store.events_after(c.info.seq - 1, 1).unwrap();
+        assert_eq!(stored.len(), 1);
+        assert_eq!(stored[0].seq, c.info.seq);
+        assert_eq!(stored[0].frame, c.frame);
+        let Frame::Commit(commit) = Frame::decode(&c.frame).unwrap() else {
+            panic!("not a #commit frame");
+        };
+        assert_eq!(commit.seq, c.info.seq);
+        assert_eq!(commit.commit, c.info.commit);
+        assert_eq!(commit.rev, c.info.rev);
+    }
+    // A refused commit hands back nothing and stores no event.
+    let next = store.events_after(0, 1000).unwrap().len();
+    let bad = store::RecordWrite::delete("app.bsky.feed.post", "3zzzzzzzzzzzz");
+    assert!(store.apply_writes_framed(&did, vec![bad], None).is_err());
+    assert_eq!(store.events_after(0, 1000).unwrap().len(), next);
+}
