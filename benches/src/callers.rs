@@ -84,9 +84,10 @@ struct Batch {
     machine_cpu: Option<Duration>,
 }
 
-/// CPU time consumed so far by every thread of this process.
+/// CPU time consumed so far by every thread of this process, or `None`
+/// where the platform has no process CPU clock.
 #[cfg(unix)]
-fn process_cpu_time() -> Option<Duration> {
+pub fn process_cpu_time() -> Option<Duration> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -104,7 +105,7 @@ fn process_cpu_time() -> Option<Duration> {
 }
 
 #[cfg(not(unix))]
-fn process_cpu_time() -> Option<Duration> {
+pub fn process_cpu_time() -> Option<Duration> {
     None
 }
 

@@ -67,24 +67,26 @@ const VALUED_OPTIONS: &[&str] = &[
     "--skip",
 ];
 
-/// Whether the command line narrows the run to some benchmarks.
-fn is_filtered(args: &[String]) -> bool {
+/// The benchmark filters on a command line (`args` without the program
+/// name): every word that is neither an option nor an option's value.
+pub fn filters(args: &[String]) -> Vec<&str> {
+    let mut found = Vec::new();
     let mut previous_takes_value = false;
     for arg in args {
         if previous_takes_value {
             previous_takes_value = false;
-            continue;
-        }
-        if arg.starts_with('-') {
+        } else if arg.starts_with('-') {
             previous_takes_value = VALUED_OPTIONS.contains(&arg.as_str());
-            if arg == "--skip" || arg == "--exact" {
-                return true;
-            }
         } else {
-            return true;
+            found.push(arg.as_str());
         }
     }
-    false
+    found
+}
+
+/// Whether the command line narrows the run to some benchmarks.
+fn is_filtered(args: &[String]) -> bool {
+    !filters(args).is_empty() || args.iter().any(|a| a == "--skip" || a == "--exact")
 }
 
 impl BenchTarget {

@@ -63,15 +63,7 @@ impl Churn {
     }
 
     fn wait_subscribers(&self, n: usize) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while self.server.subscribers() != n {
-            assert!(
-                Instant::now() < deadline,
-                "the server counts {} subscribers, expected {n}",
-                self.server.subscribers()
-            );
-            std::thread::sleep(Duration::from_micros(500));
-        }
+        crate::firehose::wait_subscribers(&self.server, n, Duration::from_micros(500));
     }
 
     /// One cohort: open `limit`, (optionally check one more is refused),

@@ -283,15 +283,7 @@ impl Hub {
     }
 
     fn wait_subscribers(&self, n: usize) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while self.server.subscribers() != n {
-            assert!(
-                Instant::now() < deadline,
-                "the server counts {} subscribers, expected {n}",
-                self.server.subscribers()
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        wait_subscribers(&self.server, n, Duration::from_millis(5));
     }
 
     fn close(
@@ -331,23 +323,24 @@ fn wait_delivered(consumers: &[(Arc<Consumer>, tokio::task::JoinHandle<()>)], ta
     }
 }
 
-#[cfg(unix)]
-fn process_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid, writable timespec; a constant clock id.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return Duration::ZERO;
+/// Waits until `server` counts `n` WebSocket subscribers, polling every
+/// `poll`; panics after 30 s (a bench whose consumers never connect has
+/// nothing to measure).
+pub(crate) fn wait_subscribers(server: &xrpc::RunningServer, n: usize, poll: Duration) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.subscribers() != n {
+        assert!(
+            Instant::now() < deadline,
+            "the server counts {} subscribers, expected {n}",
+            server.subscribers()
+        );
+        std::thread::sleep(poll);
     }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
-#[cfg(not(unix))]
+/// The process's CPU time so far (zero where there is no such clock).
 fn process_cpu() -> Duration {
-    Duration::ZERO
+    benches::callers::process_cpu_time().unwrap_or_default()
 }
 
 /// Commits `iters` records at the rate and waits until every consumer has

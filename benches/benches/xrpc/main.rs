@@ -69,17 +69,9 @@ fn kdf_cpu() {
     );
 }
 
+/// The process's CPU time so far (zero where there is no such clock).
 fn cpu_now() -> std::time::Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid, writable timespec; a constant clock id.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return std::time::Duration::ZERO;
-    }
-    std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    benches::callers::process_cpu_time().unwrap_or_default()
 }
 
 /// Whether a Criterion filter on the command line can select a benchmark
@@ -89,41 +81,8 @@ fn cpu_now() -> std::time::Duration {
 /// character; one that names no `xrpc.` group (`health`, `.*`) keeps
 /// every group.
 fn wanted(group: &str) -> bool {
-    const VALUED: &[&str] = &[
-        "--save-baseline",
-        "-s",
-        "--baseline",
-        "-b",
-        "--load-baseline",
-        "--sample-size",
-        "--warm-up-time",
-        "--measurement-time",
-        "--nresamples",
-        "--noise-threshold",
-        "--confidence-level",
-        "--significance-level",
-        "--profile-time",
-        "--plotting-backend",
-        "--output-format",
-        "--color",
-        "-c",
-        "--format",
-        "--logfile",
-        "--skip",
-        "--baseline-lenient",
-    ];
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut filters = Vec::new();
-    let mut skip_next = false;
-    for a in &args {
-        if skip_next {
-            skip_next = false;
-        } else if a.starts_with('-') {
-            skip_next = VALUED.contains(&a.as_str());
-        } else {
-            filters.push(a.as_str());
-        }
-    }
+    let filters = benches::target::filters(&args);
     if filters.is_empty() {
         return true;
     }
