@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use benches::target::{BenchTarget, Budget};
 
 mod fixtures;
+mod groups;
 mod index_ops;
 mod read;
 mod write;

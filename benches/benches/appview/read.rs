@@ -12,6 +12,7 @@ use benches::target::BenchTarget;
 use criterion::Throughput;
 
 use crate::fixtures::{CALLERS, Fixtures, Tier};
+use crate::groups::group;
 
 fn rows(g: &mut benches::Group<'_>, tier: &Tier, pattern: Pattern) {
     g.bench("index", tier.name, |b| {
@@ -51,19 +52,6 @@ fn concurrent(g: &mut benches::Group<'_>, tier: &Tier, pattern: Pattern) {
                 black_box(sql.query(&q).expect("sqlite"));
             }
         });
-    }
-}
-
-/// The group of `pattern` (literal names: the registry test reads them).
-pub fn group(target: &mut BenchTarget, pattern: Pattern) -> benches::Group<'_> {
-    match pattern {
-        Pattern::PointLookup => target.group("appview.point_lookup"),
-        Pattern::ActiveByState => target.group("appview.active_by_state"),
-        Pattern::Completed50 => target.group("appview.completed_50"),
-        Pattern::Paginated => target.group("appview.paginated"),
-        Pattern::CountCompleted => target.group("appview.count_completed"),
-        Pattern::FlowList => target.group("appview.flow_list"),
-        Pattern::Completed1h => target.group("appview.completed_1h"),
     }
 }
 

@@ -10,6 +10,8 @@ use benches::inputs::Sampler;
 use benches::target::BenchTarget;
 use datagen::appview::Workload;
 
+use crate::appview_groups::group;
+
 /// One tier.
 pub struct Tier {
     pub name: &'static str,
@@ -73,19 +75,6 @@ pub const GROUPS: [&str; 8] = [
     "appview.completed_1h",
     "appview.seed_write",
 ];
-
-/// The group of `pattern` (literal names: the registry test reads them).
-pub fn group(target: &mut BenchTarget, pattern: Pattern) -> benches::Group<'_> {
-    match pattern {
-        Pattern::PointLookup => target.group("appview.point_lookup"),
-        Pattern::ActiveByState => target.group("appview.active_by_state"),
-        Pattern::Completed50 => target.group("appview.completed_50"),
-        Pattern::Paginated => target.group("appview.paginated"),
-        Pattern::CountCompleted => target.group("appview.count_completed"),
-        Pattern::FlowList => target.group("appview.flow_list"),
-        Pattern::Completed1h => target.group("appview.completed_1h"),
-    }
-}
 
 /// The tiers: 300 and 10^5 runs; under `--test` (CI's smoke run of every
 /// bench) only 300, since loading 10^5 runs into two servers takes longer

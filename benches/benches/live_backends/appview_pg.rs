@@ -287,17 +287,7 @@ async fn write(c: &Client, w: &Writes, m: &Mutation) -> Result<(), tokio_postgre
     c.batch_execute("BEGIN").await?;
     match m {
         Mutation::CreateFlow(f) => {
-            c.execute(
-                &w.flow,
-                &[
-                    &f.id.to_string(),
-                    &f.created,
-                    &f.updated,
-                    &f.name,
-                    &tags_json(&f.tags),
-                ],
-            )
-            .await?;
+            insert_flow(c, &w.flow, f).await?;
         }
         Mutation::CreateRun(r, s) => {
             insert_run(c, &w.run, r).await?;
@@ -325,6 +315,20 @@ async fn write(c: &Client, w: &Writes, m: &Mutation) -> Result<(), tokio_postgre
         }
     }
     c.batch_execute("COMMIT").await
+}
+
+async fn insert_flow(c: &Client, st: &Statement, f: &Flow) -> Result<u64, tokio_postgres::Error> {
+    c.execute(
+        st,
+        &[
+            &f.id.to_string(),
+            &f.created,
+            &f.updated,
+            &f.name,
+            &tags_json(&f.tags),
+        ],
+    )
+    .await
 }
 
 async fn insert_run(c: &Client, st: &Statement, r: &FlowRun) -> Result<u64, tokio_postgres::Error> {
@@ -386,17 +390,7 @@ async fn load(c: &Client, tier: &Tier) -> Result<(), tokio_postgres::Error> {
     let mut flows: Vec<_> = tier.index.flows().cloned().collect();
     flows.sort_by_key(|f| f.id);
     for f in &flows {
-        c.execute(
-            &w.flow,
-            &[
-                &f.id.to_string(),
-                &f.created,
-                &f.updated,
-                &f.name,
-                &tags_json(&f.tags),
-            ],
-        )
-        .await?;
+        insert_flow(c, &w.flow, f).await?;
     }
     let mut runs: Vec<_> = tier.index.runs().cloned().collect();
     runs.sort_by_key(|r| r.id);

@@ -15,6 +15,8 @@
 
 use benches::target::{BenchTarget, Budget};
 
+#[path = "../appview/groups.rs"]
+mod appview_groups;
 mod appview_live;
 mod appview_pg;
 mod appview_redis;

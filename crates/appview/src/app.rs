@@ -62,6 +62,12 @@ impl AppView {
             Ok(_) | Err(StoreError::AccountExists(_)) => {}
             Err(e) => return Err(e.into()),
         }
+        AppView::over(store)
+    }
+
+    /// The appview over an opened `store`, its index rebuilt from the
+    /// repository.
+    fn over(store: Store) -> Result<AppView> {
         let index = crate::rebuild::rebuild(&store, APPVIEW_DID)?;
         Ok(AppView {
             store,
@@ -79,13 +85,7 @@ impl AppView {
             return Err(AppviewError::NoDatabase(dir.to_path_buf()));
         }
         let store = Store::open_read_only(&path, Config::default())?;
-        let index = crate::rebuild::rebuild(&store, APPVIEW_DID)?;
-        Ok(AppView {
-            store,
-            did: APPVIEW_DID.to_owned(),
-            index: RwLock::new(index),
-            writes: Mutex::new(()),
-        })
+        AppView::over(store)
     }
 
     /// The store.

@@ -64,22 +64,9 @@ pub struct NewRun {
     pub parameters: Vec<(String, String)>,
 }
 
-/// Moves a run to a new state.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewState {
-    /// Id of the state.
-    pub id: Uuid,
-    /// The run.
-    pub run_id: Uuid,
-    /// The new type.
-    pub state_type: StateType,
-    /// The new name.
-    pub name: String,
-    /// When (µs).
-    pub timestamp: i64,
-    /// Message.
-    pub message: String,
-}
+/// Moves a run to a new state: the state record it writes, as it is
+/// written (so the two cannot drift apart).
+pub type NewState = FlowRunState;
 
 /// A parsed client operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -233,13 +220,5 @@ pub fn plan_state(at: &impl Lookup, s: &NewState) -> Result<Mutation> {
         run.total_run_time = run.start.map_or(0, |start| s.timestamp - start);
         run.next_scheduled_start = None;
     }
-    let state = FlowRunState {
-        id: s.id,
-        run_id: s.run_id,
-        state_type: s.state_type,
-        name: s.name.clone(),
-        timestamp: s.timestamp,
-        message: s.message.clone(),
-    };
-    Ok(Mutation::SetState(run, state))
+    Ok(Mutation::SetState(run, s.clone()))
 }
