@@ -223,10 +223,14 @@ fn update(target: &mut BenchTarget, rt: &Runtime, e: &PgExecutor, raw: &[Raw], d
     let payloads: Vec<serde_json::Value> = (0..draws.len()).map(Dataset::update_payload).collect();
     let payloads = &payloads;
     let mut g = target.group("live.pg_update");
+    // Whether the raw rows ran: a filtered run (`-- appview`, say) that
+    // skipped them has no update to read back.
+    let updated = std::sync::atomic::AtomicBool::new(false);
     for callers in [1usize, 10] {
         let tier = format!("callers-{callers}");
         ours::bench_lines(&mut g, &tier, callers, rt, e, &lines);
         bench_callers(&mut g, "raw", &tier, callers, |caller| {
+            updated.store(true, std::sync::atomic::Ordering::Relaxed);
             let r = &raw[caller % raw.len()];
             let mut k = caller * 997;
             move |_| {
@@ -245,6 +249,9 @@ fn update(target: &mut BenchTarget, rt: &Runtime, e: &PgExecutor, raw: &[Raw], d
     }
     g.finish();
     // Every update landed on a row: one drawn id reads back an update payload.
+    if !updated.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
     let set = ours::rows(rt, e, &sql_line(SELECT, json!([data.rows[draws[0]].0])));
     assert!(
         set.records[0].contains("app.atbench.update"),
