@@ -316,30 +316,28 @@ impl Hub {
         }
     }
 
-    fn publish(&self, frames: Vec<Shared>) {
+    fn publish(&self, mut frames: Vec<Shared>) {
         let mut inner = self.lock();
         let inner = &mut *inner;
         // Strictly after the head and increasing: nothing is sent twice.
         let mut prev = inner.head;
-        let fresh: Vec<Shared> = frames
-            .into_iter()
-            .filter(|f| {
-                let keep = f.seq > prev;
-                prev = prev.max(f.seq);
-                keep
-            })
-            .collect();
-        let Some(last) = fresh.last() else {
+        frames.retain(|f| {
+            let keep = f.seq > prev;
+            prev = prev.max(f.seq);
+            keep
+        });
+        let Some(last) = frames.last() else {
             return;
         };
         inner.head = last.seq;
         // Each subscriber gets the whole batch under one lock of its
-        // outbox and one wake.
-        let mut dropped = false;
-        for s in &inner.subs {
-            dropped |= !s.push_all(&fresh);
+        // outbox and one wake; one that overflowed is let go here.
+        let before = inner.subs.len();
+        inner.subs.retain(|s| s.push_all(&frames));
+        if inner.subs.len() != before {
+            self.live.store(inner.subs.len(), Ordering::SeqCst);
         }
-        for f in fresh {
+        for f in frames {
             inner.ring_bytes += f.bytes.len();
             inner.ring.push_back(f);
         }
@@ -348,12 +346,6 @@ impl Hub {
                 Some(old) => inner.ring_bytes -= old.bytes.len(),
                 None => break,
             }
-        }
-        if dropped {
-            inner
-                .subs
-                .retain(|s| s.q.lock().unwrap_or_else(|p| p.into_inner()).state == State::Open);
-            self.live.store(inner.subs.len(), Ordering::SeqCst);
         }
         self.committed.fetch_max(inner.head, Ordering::SeqCst);
     }
