@@ -295,18 +295,20 @@ async fn live(
             }
             continue;
         }
-        for f in batch.drain(..) {
-            if f.seq <= last {
-                continue;
+        // The whole batch (its feeds and the flush) races one wait for
+        // the too-slow signal: one `Notified` per batch, not per frame.
+        let send = async {
+            for f in batch.drain(..) {
+                if f.seq <= last {
+                    continue;
+                }
+                last = f.seq;
+                tx.feed(Message::Binary(f.bytes)).await?;
             }
-            last = f.seq;
-            tokio::select! {
-                r = tx.feed(Message::Binary(f.bytes)) => if r.is_err() { return End::Gone },
-                _ = outbox.slow.notified() => return End::TooSlow,
-            }
-        }
+            tx.flush().await
+        };
         tokio::select! {
-            r = tx.flush() => if r.is_err() { return End::Gone },
+            r = send => if r.is_err() { return End::Gone },
             _ = outbox.slow.notified() => return End::TooSlow,
         }
         // Data is flowing: the peer is reading, which is liveness enough.
