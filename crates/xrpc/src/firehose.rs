@@ -174,8 +174,9 @@ pub struct Hub {
     outbox_bytes: usize,
     closing: AtomicBool,
     coalesce: std::time::Duration,
-    /// Signalled once when the server shuts down.
-    pub closed: Notify,
+    /// Signalled once when the server shuts down (wait with
+    /// [`Hub::closing`]).
+    closed: Notify,
 }
 
 /// A counted subscriber slot; dropping it frees the slot.
@@ -252,6 +253,21 @@ impl Hub {
     /// Whether the server is shutting down.
     pub fn is_closing(&self) -> bool {
         self.closing.load(Ordering::Acquire)
+    }
+
+    /// Ready once the server is shutting down, whenever [`Hub::close`]
+    /// ran: before this future's first poll (the flag, read after it
+    /// registered) or after it (the notification). A `notified()` built
+    /// after a check of [`Hub::is_closing`] would miss a close between
+    /// the two: `notify_waiters` stores no permit.
+    pub async fn closing(&self) {
+        let notified = self.closed.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if self.is_closing() {
+            return;
+        }
+        notified.await;
     }
 
     /// Starts shutting down: subscribers close, the broadcaster stops.
@@ -489,6 +505,31 @@ mod tests {
         h.committed(4);
         assert!(matches!(h.attach(None), Attach::Live(..)));
         assert_eq!(h.lock().head, 4);
+    }
+
+    #[tokio::test]
+    async fn closing_is_not_missed_when_close_comes_between_check_and_wait() {
+        let wait = std::time::Duration::from_secs(5);
+        let h = hub(100, 1 << 20);
+        // The subscriber's order: check the flag, then wait. A close in
+        // between (`notify_waiters`, which stores no permit) must still
+        // end the wait.
+        assert!(!h.is_closing());
+        let waiting = h.closing();
+        h.close();
+        tokio::time::timeout(wait, waiting)
+            .await
+            .expect("a close before the first poll was missed");
+        // And a close while it waits.
+        let h = Arc::new(hub(100, 1 << 20));
+        let h2 = h.clone();
+        let waiter = tokio::spawn(async move { h2.closing().await });
+        tokio::task::yield_now().await;
+        h.close();
+        tokio::time::timeout(wait, waiter)
+            .await
+            .expect("a close while waiting was missed")
+            .unwrap();
     }
 
     #[test]

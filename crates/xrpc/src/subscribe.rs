@@ -266,6 +266,10 @@ async fn live(
     ping.tick().await;
     let mut unanswered = 0u32;
     let mut batch = backlog;
+    // Registered at its first poll and kept across the loop, so a close
+    // that lands between the `is_closing` check and the wait still wakes it.
+    let closing = hub.closing();
+    tokio::pin!(closing);
     loop {
         if hub.is_closing() {
             return End::Closing;
@@ -277,7 +281,7 @@ async fn live(
             tokio::select! {
                 _ = outbox.ready.notified() => {}
                 _ = outbox.slow.notified() => return End::TooSlow,
-                _ = hub.closed.notified() => return End::Closing,
+                _ = &mut closing => return End::Closing,
                 msg = rx.next() => match msg {
                     Some(Ok(Message::Pong(_))) => unanswered = 0,
                     Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return End::Gone,
@@ -310,6 +314,7 @@ async fn live(
         tokio::select! {
             r = send => if r.is_err() { return End::Gone },
             _ = outbox.slow.notified() => return End::TooSlow,
+            _ = &mut closing => return End::Closing,
         }
         // Data is flowing: the peer is reading, which is liveness enough.
         unanswered = 0;
