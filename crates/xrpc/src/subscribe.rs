@@ -22,7 +22,7 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig
 
 use crate::app::App;
 use crate::error::{XResult, XrpcError};
-use crate::firehose::{Attach, Outbox, Slot};
+use crate::firehose::{Outbox, Replay, Slot, Step};
 use crate::net::Body;
 use crate::params::Params;
 
@@ -182,19 +182,16 @@ async fn run(app: Arc<App>, ws: Ws, cursor: Option<i64>, _slot: Slot) {
         .await;
         return;
     }
-    // The last seq sent: nothing at or below it is sent again.
-    let mut last = cursor.unwrap_or(i64::MIN);
-    let mut at = cursor;
+    let mut replay = Replay::new(cursor);
     let (outbox, backlog) = loop {
         if hub.is_closing() {
             close(&mut tx, CloseCode::Away, "server shutting down").await;
             return;
         }
-        match hub.attach(at) {
-            Attach::Live(o, b) => break (o, b),
-            Attach::Behind => {
+        match replay.step(&hub) {
+            Step::Live(o, b) => break (o, b),
+            Step::Read(from) => {
                 let store = app.store.clone();
-                let from = last;
                 let page = app
                     .reads
                     .run(move || Ok(store.events_after(from, REPLAY_PAGE)?))
@@ -206,16 +203,7 @@ async fn run(app: Arc<App>, ws: Ws, cursor: Option<i64>, _slot: Slot) {
                         return;
                     }
                 };
-                if events.is_empty() {
-                    // Nothing stored past the cursor: attach at the head.
-                    at = Some(hub.head().max(last));
-                    continue;
-                }
-                for e in events {
-                    if e.seq <= last {
-                        continue;
-                    }
-                    last = e.seq;
+                for e in replay.page(events) {
                     if tx
                         .feed(Message::Binary(Bytes::from(e.frame)))
                         .await
@@ -227,10 +215,10 @@ async fn run(app: Arc<App>, ws: Ws, cursor: Option<i64>, _slot: Slot) {
                 if tx.flush().await.is_err() {
                     return;
                 }
-                at = Some(last);
             }
         }
     };
+    let last = replay.last();
     let attached = Attached {
         app: &app,
         outbox: outbox.clone(),
