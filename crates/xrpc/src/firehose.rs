@@ -1,23 +1,30 @@
-//! The firehose hub: every event is read from the store once, its frame
-//! bytes put in one [`Bytes`] that every subscriber's outbox shares, and a
-//! ring of recent frames lets a subscriber that replays from a cursor cut
-//! over to the live stream with no gap and no duplicate.
+//! The firehose hub: every event's frame is encoded once (by the store's
+//! writer), its bytes put in one [`Bytes`] that every subscriber's outbox
+//! shares, and a ring of recent frames lets a subscriber that replays from
+//! a cursor cut over to the live stream with no gap and no duplicate.
 //!
 //! # Flow
 //!
 //! The server is the only writer of its store, so each handler that
-//! committed something calls [`Hub::committed`] with the event's seq,
-//! which wakes the broadcaster task. The broadcaster reads the events
-//! after the last one it published (`Store::events_after`, on the read
-//! pool, up to a page at a time, so a burst of commits costs one read),
-//! and under the hub's lock appends each frame to the ring and to every
-//! live subscriber's outbox.
+//! committed something tells the hub: a record write hands over its
+//! `#commit` frame with its seq ([`Hub::committed_frame`], the bytes
+//! `Store::apply_writes_framed` returns: the ones the writer stored), other
+//! writes (account creation's events) only their last seq
+//! ([`Hub::committed`]). Either wakes the broadcaster task, which
+//! publishes, in seq order, the run of handed frames that follows the last
+//! one it published: under the hub's lock it appends each to the ring and
+//! to every live subscriber's outbox. Handed frames can arrive out of
+//! order (commits finish their hand-off in any order); one after a missing
+//! seq waits in a buffer. A seq missing at two ticks in a row, or one no
+//! frame will come for (at or below a frame-less `committed`), is read
+//! from the store instead (`Store::events_after`, on the read pool, a page
+//! at a time), so nothing is read back that a handler handed over.
 //!
 //! After a wake the broadcaster waits
 //! [`ServerConfig::firehose_coalesce`](crate::ServerConfig::firehose_coalesce)
-//! before reading, so the commits of those few milliseconds go out as one
-//! batch: one wake and one socket write per subscriber instead of one per
-//! frame.
+//! before publishing, so the commits of those few milliseconds go out as
+//! one batch: one wake and one socket write per subscriber instead of one
+//! per frame.
 //!
 //! # Cut-over
 //!
@@ -49,7 +56,7 @@
 //! `ConsumerTooSlow` error frame and closes with 1008. Pushing never
 //! waits on a subscriber, so the others are unaffected.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -176,9 +183,16 @@ pub enum Attach {
 /// The hub.
 pub struct Hub {
     inner: Mutex<Inner>,
+    /// Frames handed over by the handlers that committed them, by seq,
+    /// until published (only while someone is attached). Locked after
+    /// `inner` when both are.
+    handed: Mutex<BTreeMap<i64, Bytes>>,
     wake: Notify,
     /// The highest seq known committed.
     committed: AtomicI64,
+    /// The highest seq committed without a frame handed over: a missing
+    /// seq at or below it is read from the store at once.
+    unframed: AtomicI64,
     /// Subscribers attached (or attaching); written under the lock only.
     /// A commit wakes the broadcaster only when it is non-zero.
     live: AtomicUsize,
@@ -217,8 +231,10 @@ impl Hub {
                 ring_bytes: 0,
                 subs: Vec::new(),
             }),
+            handed: Mutex::new(BTreeMap::new()),
             wake: Notify::new(),
             committed: AtomicI64::new(head),
+            unframed: AtomicI64::new(head),
             live: AtomicUsize::new(0),
             stats: Arc::new(Stats::default()),
             max_subscribers: config.max_subscribers,
@@ -241,7 +257,8 @@ impl Hub {
         self.stats.clone()
     }
 
-    /// A write committed the event `seq` (and those before it).
+    /// A write committed the events up to `seq` without handing over
+    /// their frames (the broadcaster reads them from the store).
     ///
     /// With nobody attached the broadcaster is not woken (a write-heavy
     /// server with no subscriber pays nothing for the firehose). This
@@ -250,8 +267,24 @@ impl Hub {
     /// sees the other, so either the attaching subscriber's head already
     /// covers `seq` or this wake publishes it.
     pub fn committed(&self, seq: i64) {
+        self.unframed.fetch_max(seq, Ordering::SeqCst);
         self.committed.fetch_max(seq, Ordering::SeqCst);
         if self.live.load(Ordering::SeqCst) > 0 {
+            self.wake.notify_one();
+        }
+    }
+
+    /// A write committed the event `seq`, whose frame is `frame` (the
+    /// bytes the store stored for it): published as it is, not read back.
+    /// Kept only while someone is attached (the pairing of
+    /// [`committed`](Self::committed)).
+    pub fn committed_frame(&self, seq: i64, frame: Bytes) {
+        self.committed.fetch_max(seq, Ordering::SeqCst);
+        if self.live.load(Ordering::SeqCst) > 0 {
+            self.handed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(seq, frame);
             self.wake.notify_one();
         }
     }
@@ -361,9 +394,43 @@ impl Hub {
         }
     }
 
-    fn publish(&self, mut frames: Vec<Shared>) {
+    fn publish(&self, frames: Vec<Shared>) {
         let mut inner = self.lock();
-        let inner = &mut *inner;
+        self.publish_locked(&mut inner, frames);
+    }
+
+    /// Publishes the handed frames that follow the head without a gap;
+    /// returns the first seq after the new head when a later one is known
+    /// committed (its frame is missing, for now or for good).
+    fn publish_handed(&self) -> Option<i64> {
+        let mut inner = self.lock();
+        let mut next = inner.head + 1;
+        let run: Vec<Shared> = {
+            let mut handed = self.handed.lock().unwrap_or_else(|p| p.into_inner());
+            let mut run = Vec::new();
+            while let Some(e) = handed.first_entry() {
+                let seq = *e.key();
+                if seq < next {
+                    // Published already (read from the store, or skipped).
+                    e.remove();
+                } else if seq == next {
+                    run.push(Shared {
+                        seq,
+                        bytes: e.remove(),
+                    });
+                    next += 1;
+                } else {
+                    break;
+                }
+            }
+            run
+        };
+        self.publish_locked(&mut inner, run);
+        let head = inner.head;
+        (self.committed.load(Ordering::SeqCst) > head).then_some(head + 1)
+    }
+
+    fn publish_locked(&self, inner: &mut Inner, mut frames: Vec<Shared>) {
         // Strictly after the head and increasing: nothing is sent twice.
         let mut prev = inner.head;
         frames.retain(|f| {
@@ -414,44 +481,84 @@ impl Hub {
             return false;
         }
         Self::fast_forward(&mut inner, self.committed.load(Ordering::SeqCst));
+        let head = inner.head;
+        self.handed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|seq, _| *seq > head);
         true
     }
 
-    /// The broadcaster: reads new events after each wake and publishes them.
+    /// Reads the page of events after the head from the store and
+    /// publishes it; how many it read (`None`: the read failed).
+    async fn publish_from_store(
+        &self,
+        store: &Arc<Store>,
+        reads: &crate::pool::Pool,
+    ) -> Option<usize> {
+        let head = self.lock().head;
+        let st = store.clone();
+        let events = reads
+            .run(move || Ok(st.events_after(head, PAGE)?))
+            .await
+            .ok()?;
+        let n = events.len();
+        self.publish(
+            events
+                .into_iter()
+                .map(|e| Shared {
+                    seq: e.seq,
+                    bytes: Bytes::from(e.frame),
+                })
+                .collect(),
+        );
+        Some(n)
+    }
+
+    /// The broadcaster: after each wake (and a coalescing pause),
+    /// publishes the handed frames in seq order, and reads from the store
+    /// the events no frame came for.
     pub async fn run(self: Arc<Self>, store: Arc<Store>, reads: Arc<crate::pool::Pool>) {
+        // The seq found missing at the last tick: its frame gets one more
+        // tick to arrive (its handler is usually between the commit and
+        // the hand-off) before it is read from the store.
+        let mut stalled: Option<i64> = None;
         loop {
-            self.wake.notified().await;
+            if stalled.is_none() {
+                self.wake.notified().await;
+            }
             if self.is_closing() {
                 return;
             }
             if self.skip_when_idle() {
+                stalled = None;
                 continue;
             }
             if !self.coalesce.is_zero() {
                 tokio::time::sleep(self.coalesce).await;
+            } else if stalled.is_some() {
+                tokio::task::yield_now().await;
             }
+            let mut full_page = false;
             loop {
-                let head = self.lock().head;
-                let st = store.clone();
-                let page = reads.run(move || Ok(st.events_after(head, PAGE)?)).await;
-                let events = match page {
-                    Ok(e) => e,
+                let Some(missing) = self.publish_handed() else {
+                    stalled = None;
+                    break;
+                };
+                let overdue = full_page
+                    || stalled == Some(missing)
+                    || missing <= self.unframed.load(Ordering::SeqCst);
+                if !overdue {
+                    stalled = Some(missing);
+                    break;
+                }
+                stalled = None;
+                match self.publish_from_store(&store, &reads).await {
+                    // Then the handed frames past the page, if any.
+                    Some(n) if n > 0 => full_page = n == PAGE,
                     // A failed read is retried at the next wake; the
                     // subscribers' replay reads the store themselves.
-                    Err(_) => break,
-                };
-                let full = events.len() == PAGE;
-                self.publish(
-                    events
-                        .into_iter()
-                        .map(|e| Shared {
-                            seq: e.seq,
-                            bytes: Bytes::from(e.frame),
-                        })
-                        .collect(),
-                );
-                if !full {
-                    break;
+                    _ => break,
                 }
             }
         }
@@ -640,6 +747,47 @@ mod tests {
         );
         assert_eq!(page.len(), 2);
         assert!(matches!(r.step(&h), Step::Live(_, b) if seqs(&b) == [5, 6]));
+    }
+
+    #[test]
+    fn handed_frames_go_out_in_seq_order_and_a_gap_holds_the_rest() {
+        let h = hub(100, 1 << 20);
+        let Attach::Live(o, _) = h.attach(None) else {
+            panic!()
+        };
+        // Hand-offs finish out of order: 2 and 3 wait for 1.
+        h.committed_frame(3, Bytes::from_static(b"c"));
+        h.committed_frame(2, Bytes::from_static(b"b"));
+        assert_eq!(h.publish_handed(), Some(1));
+        let mut got = Vec::new();
+        o.take(&mut got, 10).unwrap();
+        assert!(got.is_empty());
+        h.committed_frame(1, Bytes::from_static(b"a"));
+        assert_eq!(h.publish_handed(), None);
+        o.take(&mut got, 10).unwrap();
+        assert_eq!(seqs(&got), [1, 2, 3]);
+        assert_eq!(got[0].bytes, Bytes::from_static(b"a"));
+        // Events without a frame (4, 5) leave a gap the store fills; the
+        // handed 6 waits behind it, and is dropped once the store's page
+        // covered it.
+        h.committed(5);
+        h.committed_frame(6, Bytes::from_static(b"f"));
+        assert_eq!(h.publish_handed(), Some(4));
+        assert!(4 <= h.unframed.load(Ordering::SeqCst));
+        h.publish((4..=6).map(|s| frame(s, 4)).collect());
+        assert_eq!(h.publish_handed(), None);
+        assert!(h.handed.lock().unwrap().is_empty());
+        got.clear();
+        o.take(&mut got, 10).unwrap();
+        assert_eq!(seqs(&got), [4, 5, 6]);
+    }
+
+    #[test]
+    fn with_nobody_attached_no_frame_is_kept() {
+        let h = hub(100, 1 << 20);
+        h.committed_frame(1, Bytes::from_static(b"a"));
+        assert!(h.handed.lock().unwrap().is_empty());
+        assert_eq!(h.head(), 1);
     }
 
     #[test]

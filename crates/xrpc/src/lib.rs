@@ -29,7 +29,7 @@
 //! | `plc` | did:plc genesis operations and their submission |
 //! | `pool` | the read pool: the store's short reads, off the async threads |
 //! | `routes` | the XRPC methods, by lexicon namespace |
-//! | `firehose` | the event hub: frames read once from the store, shared by all subscribers |
+//! | `firehose` | the event hub: each frame encoded once (handed over by the commit that stored it, or read from the store), its bytes shared by all subscribers |
 //! | `subscribe` | one WebSocket subscriber: replay, cut-over, outbox, ping |
 //!
 //! # Persistence

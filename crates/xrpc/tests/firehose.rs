@@ -134,6 +134,35 @@ async fn replay_from_zero_then_live_without_gap_or_duplicate() {
 }
 
 #[tokio::test]
+async fn live_frames_of_record_writes_and_of_new_accounts_come_in_seq_order() {
+    // Record writes hand their frames to the hub; account creation's
+    // events are read from the store: both interleave in seq order.
+    let s = start_with(|_| {});
+    let (did, tok, _) = s.account("mix.test").await;
+    let mut ws = connect(&s, "").await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut expected = Vec::new();
+    for i in 0..5 {
+        s.post_record(&did, &tok, &format!("r{i}")).await;
+        expected.push("#commit");
+        s.account(&format!("mix{i}.test")).await;
+        expected.extend(["#identity", "#account", "#sync", "#identity"]);
+    }
+    let mut last = None;
+    for (i, kind) in expected.iter().enumerate() {
+        let g = next(&mut ws).await;
+        let Got::Event(seq, k) = g else {
+            panic!("event {i}: {g:?}")
+        };
+        assert_eq!(k, *kind, "event {i}");
+        if let Some(l) = last {
+            assert_eq!(seq, l + 1, "gap or duplicate at event {i}");
+        }
+        last = Some(seq);
+    }
+}
+
+#[tokio::test]
 async fn future_cursor_is_an_error_frame() {
     let s = start_with(|_| {});
     let (did, tok, _) = s.account("fc.test").await;

@@ -135,17 +135,19 @@ async fn commit(
     swap: Option<Cid>,
 ) -> XResult<CommitInfo> {
     let slot = app.commit_slot();
-    let info = if slot.inline {
+    let done = if slot.inline {
         // The only commit in flight: run it here, without the two thread
         // wakes of a blocking-pool hop.
-        app.store.apply_writes(&did, writes, swap)?
+        app.store.apply_writes_framed(&did, writes, swap)?
     } else {
         let store = app.store.clone();
-        blocking(move || Ok(store.apply_writes(&did, writes, swap)?)).await?
+        blocking(move || Ok(store.apply_writes_framed(&did, writes, swap)?)).await?
     };
     drop(slot);
-    app.hub.committed(info.seq);
-    Ok(info)
+    // The firehose publishes the frame the writer built and stored.
+    app.hub
+        .committed_frame(done.info.seq, bytes::Bytes::from(done.frame));
+    Ok(done.info)
 }
 
 /// `com.atproto.repo.createRecord`.
