@@ -86,12 +86,19 @@ pub struct Shared {
 #[derive(Default, Debug)]
 pub struct Stats {
     subscribers: AtomicUsize,
+    too_slow: AtomicUsize,
 }
 
 impl Stats {
     /// Live subscribers.
     pub fn subscribers(&self) -> usize {
         self.subscribers.load(Ordering::Relaxed)
+    }
+
+    /// Subscribers let go as too slow so far (counted when their outbox
+    /// overflowed, before their goodbye is sent).
+    pub fn too_slow(&self) -> usize {
+        self.too_slow.load(Ordering::Relaxed)
     }
 }
 
@@ -453,6 +460,9 @@ impl Hub {
         inner.subs.retain(|s| s.push_all(&frames));
         if inner.subs.len() != before {
             self.live.store(inner.subs.len(), Ordering::SeqCst);
+            self.stats
+                .too_slow
+                .fetch_add(before - inner.subs.len(), Ordering::Relaxed);
         }
         for f in frames {
             inner.ring_bytes += f.bytes.len();
@@ -799,6 +809,7 @@ mod tests {
         h.publish((1..=3).map(|s| frame(s, 4)).collect());
         assert!(o.take(&mut Vec::new(), 10).is_err());
         assert!(h.lock().subs.is_empty());
+        assert_eq!(h.stats().too_slow(), 1);
 
         let h = hub(100, 10);
         let Attach::Live(o, _) = h.attach(None) else {

@@ -170,6 +170,13 @@ impl RunningServer {
         self.stats.subscribers()
     }
 
+    /// `subscribeRepos` subscribers let go as too slow so far: counted
+    /// the moment their outbox overflowed (their connection ends after the
+    /// `ConsumerTooSlow` goodbye, later).
+    pub fn too_slow_drops(&self) -> usize {
+        self.stats.too_slow()
+    }
+
     /// The one-line startup report (storage, migrations, sequence).
     pub fn startup_report(&self) -> &str {
         &self.startup
