@@ -33,7 +33,12 @@ pub async fn upload_blob(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResu
     let size = bytes.len();
     let store = app.store.clone();
     let mime2 = mime.clone();
-    let cid = blocking(move || Ok(store.put_blob(&did, bytes, &mime2)?)).await?;
+    // Counted as a store write (it takes the store's writer), so no commit
+    // runs inline while it is in flight; it never runs inline itself.
+    let slot = app.commit_slot();
+    let cid = blocking(move || Ok(store.put_blob(&did, bytes, &mime2)?)).await;
+    drop(slot);
+    let cid = cid?;
     let mut s = String::with_capacity(160);
     s.push_str("{\"blob\":{\"$type\":\"blob\",\"ref\":{\"$link\":\"");
     cid.push_str(&mut s);

@@ -194,6 +194,9 @@ pub async fn create_account(
             })?;
         }
         let (app2, did) = (app.clone(), account.did.clone());
+        // Store writes: counted so that no commit runs inline meanwhile
+        // (`App::commit_slot`); never inline themselves.
+        let _slot = app.commit_slot();
         blocking(move || {
             app2.store.create_account(&did, &key)?;
             Ok(app2.store.update_identity(&did, Some(&handle))?)
