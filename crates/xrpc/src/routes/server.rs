@@ -165,11 +165,15 @@ pub async fn create_account(
     let key = new_key().map_err(XrpcError::internal)?;
     let genesis = plc::genesis(&app.rotation, &key, &handle, &app.public_url);
     let log_n = app.config.scrypt_log_n;
-    let _kdf = app.kdf_slot().await?;
+    // The permit bounds the hashes' memory only: it goes as soon as the
+    // hash is made, not held across the PLC submission and the writes.
+    let kdf = app.kdf_slot().await?;
     let hash = blocking(move || {
         password::hash(&pass, log_n).map_err(|e| XrpcError::internal(e.to_string()))
     })
-    .await?;
+    .await;
+    drop(kdf);
+    let hash = hash?;
     let account = Account {
         did: genesis.did.clone(),
         handle: handle.clone(),
@@ -239,11 +243,15 @@ pub async fn create_session(
     let id = input.identifier.trim().to_ascii_lowercase();
     let account = app.accounts.by_identifier(&id).ok_or_else(denied)?;
     let stored = account.password.clone();
-    let _kdf = app.kdf_slot().await?;
+    let kdf = app.kdf_slot().await?;
     let good = blocking(move || {
         password::verify(&input.password, &stored).map_err(|e| XrpcError::internal(e.to_string()))
     })
-    .await?;
+    .await;
+    // Released before the refresh token's insert: the permit bounds the
+    // hashes' memory, not the account file's writes.
+    drop(kdf);
+    let good = good?;
     if !good {
         return Err(denied());
     }
