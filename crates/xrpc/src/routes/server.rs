@@ -233,15 +233,11 @@ pub async fn create_session(
     body: Incoming,
 ) -> XResult<Response<Body>> {
     let input: CreateSessionInput = json_body(app, parts, body).await?;
-    let denied = || {
-        XrpcError::new(
-            StatusCode::UNAUTHORIZED,
-            "AuthenticationRequired",
-            "Invalid identifier or password",
-        )
-    };
     let id = input.identifier.trim().to_ascii_lowercase();
-    let account = app.accounts.by_identifier(&id).ok_or_else(denied)?;
+    let account = app
+        .accounts
+        .by_identifier(&id)
+        .ok_or_else(XrpcError::login_refused)?;
     let stored = account.password.clone();
     let kdf = app.kdf_slot().await?;
     let good = blocking(move || {
@@ -253,7 +249,7 @@ pub async fn create_session(
     drop(kdf);
     let good = good?;
     if !good {
-        return Err(denied());
+        return Err(XrpcError::login_refused());
     }
     let (access, refresh) = issue(app, &account).await?;
     Ok(ok(session_json(app, &account, Some((&access, &refresh)))))
