@@ -127,6 +127,13 @@ fn is_local(host: &str) -> bool {
 impl App {
     /// Opens the store, the account file and the secrets (blocking).
     pub fn open(config: ServerConfig, addr: SocketAddr) -> Result<App, ServerError> {
+        if !(1..=crate::password::MAX_LOG_N).contains(&config.scrypt_log_n) {
+            return Err(ServerError::Startup(format!(
+                "scrypt_log_n {} is outside 1..={}",
+                config.scrypt_log_n,
+                crate::password::MAX_LOG_N
+            )));
+        }
         let (jwt, rotation) = load_secrets(&beside(&config.db, ".secret"))?;
         let store_config = store::Config {
             durable: config.durable,
