@@ -13,7 +13,7 @@ use hyper::body::Incoming;
 use repo::Cid;
 use repo::cbor::json::push_json_str;
 use serde::Deserialize;
-use store::{CommitInfo, ListOptions, RecordWrite, WriteAction};
+use store::{CommitInfo, ListOptions, RecordWrite, StoreError, WriteAction};
 
 use super::{json_body, ok};
 use crate::app::{App, blocking};
@@ -128,24 +128,29 @@ fn write_answer(info: &CommitInfo) -> XResult<String> {
     Ok(s)
 }
 
+/// Commits `writes`. The outer error is the server's (a worker that
+/// failed), the inner one the store's, still typed so that a caller can
+/// tell its refusals apart (`delete_record`).
 async fn commit(
     app: &Arc<App>,
     did: String,
     writes: Vec<RecordWrite>,
     swap: Option<Cid>,
-) -> XResult<CommitInfo> {
+) -> XResult<Result<CommitInfo, StoreError>> {
     let slot = app.commit_slot();
-    let info = if slot.inline {
+    let result = if slot.inline {
         // The only commit in flight: run it here, without the two thread
         // wakes of a blocking-pool hop.
-        app.store.apply_writes(&did, writes, swap)?
+        app.store.apply_writes(&did, writes, swap)
     } else {
         let store = app.store.clone();
-        blocking(move || Ok(store.apply_writes(&did, writes, swap)?)).await?
+        blocking(move || Ok(store.apply_writes(&did, writes, swap))).await?
     };
     drop(slot);
-    app.hub.committed(info.seq);
-    Ok(info)
+    if let Ok(info) = &result {
+        app.hub.committed(info.seq);
+    }
+    Ok(result)
 }
 
 /// `com.atproto.repo.createRecord`.
@@ -160,7 +165,7 @@ pub async fn create_record(
     let record = record_cbor(&input.record)?;
     let swap = opt_cid("swapCommit", input.swap_commit.as_deref())?;
     let write = RecordWrite::create(&input.collection, input.rkey.as_deref(), record);
-    let info = commit(app, did, vec![write], swap).await?;
+    let info = commit(app, did, vec![write], swap).await??;
     Ok(ok(write_answer(&info)?))
 }
 
@@ -177,7 +182,7 @@ pub async fn put_record(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResul
         Some(None) => Some(None),
         Some(Some(c)) => Some(Some(parse_cid("swapRecord", &c)?)),
     };
-    let info = commit(app, did, vec![write], swap).await?;
+    let info = commit(app, did, vec![write], swap).await??;
     Ok(ok(write_answer(&info)?))
 }
 
@@ -195,7 +200,7 @@ pub async fn delete_record(
     let mut write = RecordWrite::delete(&input.collection, &input.rkey);
     write.swap_record = opt_cid("swapRecord", input.swap_record.as_deref())?.map(Some);
     let no_swap = write.swap_record.is_none() && swap.is_none();
-    match commit(app, did, vec![write], swap).await {
+    match commit(app, did, vec![write], swap).await? {
         Ok(info) => {
             let mut s = String::with_capacity(128);
             s.push('{');
@@ -203,8 +208,8 @@ pub async fn delete_record(
             s.push('}');
             Ok(ok(s))
         }
-        Err(e) if no_swap && e.error == "RecordNotFound" => Ok(ok("{}")),
-        Err(e) => Err(e),
+        Err(StoreError::RecordNotFound(_)) if no_swap => Ok(ok("{}")),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -261,7 +266,7 @@ pub async fn apply_writes(
         .collect::<XResult<Vec<_>>>()?;
     let actions: Vec<WriteAction> = writes.iter().map(|w| w.action).collect();
     let swap = opt_cid("swapCommit", input.swap_commit.as_deref())?;
-    let info = commit(app, did, writes, swap).await?;
+    let info = commit(app, did, writes, swap).await??;
     let mut s = String::with_capacity(128 + 160 * actions.len());
     s.push('{');
     push_commit(&mut s, &info);
