@@ -20,7 +20,7 @@ use crate::app::{App, blocking};
 use crate::auth::Scope;
 use crate::error::{XResult, XrpcError};
 use crate::net::Body;
-use crate::params::{Params, at_identifier, parse_cid};
+use crate::params::{Id, Params, at_identifier, parse_cid};
 
 const MAX_WRITES: usize = 200;
 
@@ -74,9 +74,17 @@ fn authorize(app: &App, parts: &Parts) -> XResult<String> {
     Ok(app.tokens.check(&parts.headers, Scope::Access)?.sub)
 }
 
+/// Whether `repo` names the account `did`, compared in place (a write
+/// makes no copy of either).
 fn same_repo(app: &App, did: &str, repo: &str) -> XResult<()> {
-    let target = app.repo_did(&at_identifier("repo", repo)?, "InvalidRequest")?;
-    if target != did {
+    let mine = match at_identifier("repo", repo)? {
+        Id::Did(d) => d == did,
+        Id::Handle(h) => match app.accounts.by_handle(h) {
+            Some(a) => a.did == did,
+            None => return Err(XrpcError::invalid(format!("Could not find repo: {h}"))),
+        },
+    };
+    if !mine {
         return Err(XrpcError::new(
             StatusCode::FORBIDDEN,
             "Forbidden",
