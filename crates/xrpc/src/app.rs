@@ -141,15 +141,19 @@ impl App {
             ..store::Config::default()
         };
         let store = Arc::new(Store::open(&config.db, store_config)?);
-        let accounts = Accounts::open(&beside(&config.db, ".accounts"), config.durable)?;
-        let in_store: std::collections::HashSet<String> = store.accounts()?.into_iter().collect();
-        let dropped = accounts.retain(|d| in_store.contains(d))?;
         let local = is_local(&config.hostname);
         let public_url = match &config.public_url {
             Some(u) => u.trim_end_matches('/').to_owned(),
             None if local => format!("http://{addr}"),
             None => format!("https://{}", config.hostname),
         };
+        let accounts = Accounts::open(
+            &beside(&config.db, ".accounts"),
+            config.durable,
+            &public_url,
+        )?;
+        let in_store: std::collections::HashSet<String> = store.accounts()?.into_iter().collect();
+        let dropped = accounts.retain(|d| in_store.contains(d))?;
         let server_did = format!("did:web:{}", config.hostname);
         let user_domains = if local {
             vec![".test".to_owned()]

@@ -375,7 +375,7 @@ pub async fn describe_repo(app: &Arc<App>, parts: &Parts) -> XResult<Response<Bo
     s.push_str(",\"did\":");
     push_json_str(&account.did, &mut s);
     s.push_str(",\"didDoc\":");
-    s.push_str(&super::server::did_doc(app, &account));
+    s.push_str(&account.did_doc);
     s.push_str(",\"collections\":[");
     for (i, c) in collections.iter().enumerate() {
         if i > 0 {

@@ -47,30 +47,8 @@ struct CreateSessionInput {
     password: String,
 }
 
-/// The DID document of `a`, as JSON text.
-pub(crate) fn did_doc(app: &App, a: &Account) -> String {
-    let mut s = String::with_capacity(512);
-    s.push_str(
-        "{\"@context\":[\"https://www.w3.org/ns/did/v1\",\"https://w3id.org/security/multikey/v1\",\
-         \"https://w3id.org/security/suites/secp256k1-2019/v1\"],\"id\":",
-    );
-    push_json_str(&a.did, &mut s);
-    s.push_str(",\"alsoKnownAs\":[\"at://");
-    s.push_str(&a.handle);
-    s.push_str("\"],\"verificationMethod\":[{\"id\":");
-    push_json_str(&format!("{}#atproto", a.did), &mut s);
-    s.push_str(",\"type\":\"Multikey\",\"controller\":");
-    push_json_str(&a.did, &mut s);
-    s.push_str(",\"publicKeyMultibase\":");
-    push_json_str(a.key.strip_prefix("did:key:").unwrap_or(&a.key), &mut s);
-    s.push_str("}],\"service\":[{\"id\":\"#atproto_pds\",\"type\":\"AtprotoPersonalDataServer\",\"serviceEndpoint\":");
-    push_json_str(&app.public_url, &mut s);
-    s.push_str("}]}");
-    s
-}
-
 /// `{accessJwt?, refreshJwt?, handle, did, didDoc, email?, ...}`.
-fn session_json(app: &App, a: &Account, tokens: Option<(&str, &str)>) -> String {
+fn session_json(a: &Account, tokens: Option<(&str, &str)>) -> String {
     let mut s = String::with_capacity(1024);
     s.push('{');
     if let Some((access, refresh)) = tokens {
@@ -85,7 +63,7 @@ fn session_json(app: &App, a: &Account, tokens: Option<(&str, &str)>) -> String 
     s.push_str(",\"did\":");
     push_json_str(&a.did, &mut s);
     s.push_str(",\"didDoc\":");
-    s.push_str(&did_doc(app, a));
+    s.push_str(&a.did_doc);
     if let Some(e) = &a.email {
         s.push_str(",\"email\":");
         push_json_str(e, &mut s);
@@ -174,13 +152,14 @@ pub async fn create_account(
     .await;
     drop(kdf);
     let hash = hash?;
-    let account = Account {
-        did: genesis.did.clone(),
-        handle: handle.clone(),
+    let account = Account::new(
+        genesis.did.clone(),
+        handle.clone(),
         email,
-        password: hash,
-        key: key.public_key().to_did_key(),
-    };
+        hash,
+        key.public_key().to_did_key(),
+        &app.public_url,
+    );
     let app2 = app.clone();
     let account = blocking(move || match app2.accounts.reserve(account) {
         Ok(a) => Ok(a),
@@ -223,7 +202,7 @@ pub async fn create_account(
     };
     app.hub.committed(seq);
     let (access, refresh) = issue(app, &account).await?;
-    Ok(ok(session_json(app, &account, Some((&access, &refresh)))))
+    Ok(ok(session_json(&account, Some((&access, &refresh)))))
 }
 
 /// `com.atproto.server.createSession`.
@@ -252,7 +231,7 @@ pub async fn create_session(
         return Err(XrpcError::login_refused());
     }
     let (access, refresh) = issue(app, &account).await?;
-    Ok(ok(session_json(app, &account, Some((&access, &refresh)))))
+    Ok(ok(session_json(&account, Some((&access, &refresh)))))
 }
 
 fn session_account(
@@ -271,7 +250,7 @@ fn session_account(
 /// `com.atproto.server.getSession`.
 pub fn get_session(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> {
     let (account, _) = session_account(app, parts, Scope::Access)?;
-    Ok(ok(session_json(app, &account, None)))
+    Ok(ok(session_json(&account, None)))
 }
 
 /// Takes the refresh token of the request out of the live set.
@@ -296,7 +275,7 @@ pub async fn refresh_session(app: &Arc<App>, parts: &Parts) -> XResult<Response<
     let (account, claims) = session_account(app, parts, Scope::Refresh)?;
     revoke(app, claims).await?;
     let (access, refresh) = issue(app, &account).await?;
-    Ok(ok(session_json(app, &account, Some((&access, &refresh)))))
+    Ok(ok(session_json(&account, Some((&access, &refresh)))))
 }
 
 /// `com.atproto.server.deleteSession`.
