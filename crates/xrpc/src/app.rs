@@ -13,12 +13,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
+use http::request::Parts;
 use repo::crypto::{Algorithm, Keypair};
 use store::Store;
 
 use crate::ServerConfig;
 use crate::accounts::{Account, Accounts};
-use crate::auth::Tokens;
+use crate::auth::{Scope, Tokens};
 use crate::error::{ServerError, XResult, XrpcError};
 use crate::firehose::Hub;
 use crate::params::Id;
@@ -242,6 +243,21 @@ impl App {
             count: &self.writes,
             inline: before == 0 && !self.store.config().durable,
         }
+    }
+
+    /// Runs a short store read on the read pool (`pool.rs`).
+    pub async fn read<T, F>(&self, f: F) -> XResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Store) -> XResult<T> + Send + 'static,
+    {
+        let store = self.store.clone();
+        self.reads.run(move || f(&store)).await
+    }
+
+    /// The DID of the request's access token (401 without a valid one).
+    pub fn access_did(&self, parts: &Parts) -> XResult<String> {
+        Ok(self.tokens.check(&parts.headers, Scope::Access)?.sub)
     }
 
     /// The account a `repo` parameter names (a DID or a handle).

@@ -94,6 +94,12 @@ impl XrpcError {
         )
     }
 
+    /// 500 `InternalServerError` from a failure the client cannot fix (the
+    /// account file, randomness, a header): `.map_err(XrpcError::fault)`.
+    pub fn fault(e: impl std::fmt::Display) -> Self {
+        Self::internal(e.to_string())
+    }
+
     /// 413 `PayloadTooLarge`.
     pub fn too_large(message: impl Into<String>) -> Self {
         Self::new(StatusCode::PAYLOAD_TOO_LARGE, "PayloadTooLarge", message)

@@ -70,6 +70,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use error::ServerError;
+pub use net::runtime;
 
 /// How the server runs. [`ServerConfig::new`] gives the defaults of the
 /// `atpds` command line.

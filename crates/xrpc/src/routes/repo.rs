@@ -15,9 +15,8 @@ use repo::cbor::json::push_json_str;
 use serde::Deserialize;
 use store::{CommitInfo, ListOptions, RecordWrite, StoreError, WriteAction};
 
-use super::{json_body, ok};
+use super::{end_page, json_body, ok};
 use crate::app::{App, blocking};
-use crate::auth::Scope;
 use crate::error::{XResult, XrpcError};
 use crate::net::Body;
 use crate::params::{Id, Params, at_identifier, parse_cid};
@@ -67,11 +66,6 @@ struct ApplyInput {
     repo: String,
     writes: Vec<serde_json::Value>,
     swap_commit: Option<String>,
-}
-
-/// The token's account, which must be the `repo` named (403 otherwise).
-fn authorize(app: &App, parts: &Parts) -> XResult<String> {
-    Ok(app.tokens.check(&parts.headers, Scope::Access)?.sub)
 }
 
 /// Whether `repo` names the account `did`, compared in place (a write
@@ -167,7 +161,7 @@ pub async fn create_record(
     parts: &Parts,
     body: Incoming,
 ) -> XResult<Response<Body>> {
-    let did = authorize(app, parts)?;
+    let did = app.access_did(parts)?;
     let input: CreateInput = json_body(app, parts, body).await?;
     same_repo(app, &did, &input.repo)?;
     let record = record_cbor(&input.record)?;
@@ -179,7 +173,7 @@ pub async fn create_record(
 
 /// `com.atproto.repo.putRecord`.
 pub async fn put_record(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResult<Response<Body>> {
-    let did = authorize(app, parts)?;
+    let did = app.access_did(parts)?;
     let input: PutInput = json_body(app, parts, body).await?;
     same_repo(app, &did, &input.repo)?;
     let record = record_cbor(&input.record)?;
@@ -201,7 +195,7 @@ pub async fn delete_record(
     parts: &Parts,
     body: Incoming,
 ) -> XResult<Response<Body>> {
-    let did = authorize(app, parts)?;
+    let did = app.access_did(parts)?;
     let input: DeleteInput = json_body(app, parts, body).await?;
     same_repo(app, &did, &input.repo)?;
     let swap = opt_cid("swapCommit", input.swap_commit.as_deref())?;
@@ -258,7 +252,7 @@ pub async fn apply_writes(
     parts: &Parts,
     body: Incoming,
 ) -> XResult<Response<Body>> {
-    let did = authorize(app, parts)?;
+    let did = app.access_did(parts)?;
     let input: ApplyInput = json_body(app, parts, body).await?;
     same_repo(app, &did, &input.repo)?;
     if input.writes.len() > MAX_WRITES {
@@ -311,10 +305,8 @@ pub async fn get_record(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>
     let collection = p.nsid("collection")?.to_owned();
     let rkey = p.rkey("rkey")?.to_owned();
     let want = p.opt_cid("cid")?;
-    let store = app.store.clone();
     let view = app
-        .reads
-        .run(move || Ok(store.get_record(&did, &collection, &rkey)?))
+        .read(move |store| Ok(store.get_record(&did, &collection, &rkey)?))
         .await?;
     match view {
         Some(v) if want.is_none_or(|c| c == v.cid) => Ok(ok(v.json)),
@@ -330,10 +322,8 @@ pub async fn list_records(app: &Arc<App>, parts: &Parts) -> XResult<Response<Bod
     let limit = p.int("limit", 1, 100, 50)? as usize;
     let cursor = p.opt_rkey("cursor")?.map(str::to_owned);
     let reverse = p.bool("reverse")?;
-    let store = app.store.clone();
     let records = app
-        .reads
-        .run(move || {
+        .read(move |store| {
             let opts = ListOptions {
                 limit,
                 cursor: cursor.as_deref(),
@@ -350,13 +340,9 @@ pub async fn list_records(app: &Arc<App>, parts: &Parts) -> XResult<Response<Bod
         }
         s.push_str(&r.json);
     }
-    s.push(']');
-    if let (true, Some(last)) = (records.len() == limit, records.last()) {
-        s.push_str(",\"cursor\":");
-        push_json_str(&last.rkey, &mut s);
-    }
-    s.push('}');
-    Ok(ok(s))
+    Ok(end_page(s, &records, limit, |r, s| {
+        push_json_str(&r.rkey, s)
+    }))
 }
 
 /// `com.atproto.repo.describeRepo`.
@@ -366,9 +352,8 @@ pub async fn describe_repo(app: &Arc<App>, parts: &Parts) -> XResult<Response<Bo
     let account = app
         .account(&id)
         .ok_or_else(|| XrpcError::bad("RepoNotFound", "Could not find repo"))?;
-    let store = app.store.clone();
     let did = account.did.clone();
-    let collections = app.reads.run(move || Ok(store.collections(&did)?)).await?;
+    let collections = app.read(move |store| Ok(store.collections(&did)?)).await?;
     let mut s = String::with_capacity(768);
     s.push_str("{\"handle\":");
     push_json_str(&account.handle, &mut s);

@@ -76,7 +76,7 @@ fn session_json(a: &Account, tokens: Option<(&str, &str)>) -> String {
 /// A new token pair for `a`; the refresh token's id is recorded.
 async fn issue(app: &Arc<App>, a: &Account) -> XResult<(String, String)> {
     let mut jti = [0u8; 16];
-    getrandom::fill(&mut jti).map_err(|e| XrpcError::internal(e.to_string()))?;
+    getrandom::fill(&mut jti).map_err(XrpcError::fault)?;
     let jti = data_encoding::BASE64URL_NOPAD.encode(&jti);
     let access = app
         .tokens
@@ -88,7 +88,7 @@ async fn issue(app: &Arc<App>, a: &Account) -> XResult<(String, String)> {
     blocking(move || {
         app2.accounts
             .add_refresh(&jti, &did, exp)
-            .map_err(|e| XrpcError::internal(e.to_string()))
+            .map_err(XrpcError::fault)
     })
     .await?;
     Ok((access, refresh))
@@ -146,10 +146,7 @@ pub async fn create_account(
     // The permit bounds the hashes' memory only: it goes as soon as the
     // hash is made, not held across the PLC submission and the writes.
     let kdf = app.kdf_slot().await?;
-    let hash = blocking(move || {
-        password::hash(&pass, log_n).map_err(|e| XrpcError::internal(e.to_string()))
-    })
-    .await;
+    let hash = blocking(move || password::hash(&pass, log_n).map_err(XrpcError::fault)).await;
     drop(kdf);
     let hash = hash?;
     let account = Account::new(
@@ -167,7 +164,7 @@ pub async fn create_account(
             "HandleNotAvailable",
             "Handle or email already taken",
         )),
-        Err(e) => Err(XrpcError::internal(e.to_string())),
+        Err(e) => Err(XrpcError::fault(e)),
     })
     .await?;
     let created = async {
@@ -191,12 +188,7 @@ pub async fn create_account(
         Ok(seq) => seq,
         Err(e) => {
             let (app2, did) = (app.clone(), account.did.clone());
-            let _ = blocking(move || {
-                app2.accounts
-                    .remove(&did)
-                    .map_err(|e| XrpcError::internal(e.to_string()))
-            })
-            .await;
+            let _ = blocking(move || app2.accounts.remove(&did).map_err(XrpcError::fault)).await;
             return Err(e);
         }
     };
@@ -219,10 +211,9 @@ pub async fn create_session(
         .ok_or_else(XrpcError::login_refused)?;
     let stored = account.password.clone();
     let kdf = app.kdf_slot().await?;
-    let good = blocking(move || {
-        password::verify(&input.password, &stored).map_err(|e| XrpcError::internal(e.to_string()))
-    })
-    .await;
+    let good =
+        blocking(move || password::verify(&input.password, &stored).map_err(XrpcError::fault))
+            .await;
     // Released before the refresh token's insert: the permit bounds the
     // hashes' memory, not the account file's writes.
     drop(kdf);
@@ -260,7 +251,7 @@ async fn revoke(app: &Arc<App>, claims: crate::auth::Claims) -> XResult<()> {
         let jti = claims.jti.unwrap_or_default();
         app2.accounts
             .take_refresh(&jti, &claims.sub)
-            .map_err(|e| XrpcError::internal(e.to_string()))
+            .map_err(XrpcError::fault)
     })
     .await?;
     if live {
