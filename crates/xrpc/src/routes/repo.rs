@@ -88,12 +88,11 @@ fn same_repo(app: &App, did: &str, repo: &str) -> XResult<()> {
     Ok(())
 }
 
-/// A record as DAG-CBOR, from its JSON.
-fn record_cbor(v: &serde_json::Value) -> XResult<Vec<u8>> {
-    if !v.is_object() {
-        return Err(XrpcError::invalid("record must be an object"));
-    }
-    let value = repo::cbor::json::from_json_value(v)
+/// A record as DAG-CBOR, from its JSON (moved, not copied: its strings
+/// become the record's). A record that is not an object is refused by the
+/// conversion ("top level must be an object").
+fn record_cbor(v: serde_json::Value) -> XResult<Vec<u8>> {
+    let value = repo::cbor::json::from_json_value_owned(v)
         .map_err(|e| XrpcError::invalid(format!("record: {e}")))?;
     Ok(repo::cbor::to_vec(&value))
 }
@@ -164,7 +163,7 @@ pub async fn create_record(
     let did = app.access_did(parts)?;
     let input: CreateInput = json_body(app, parts, body).await?;
     same_repo(app, &did, &input.repo)?;
-    let record = record_cbor(&input.record)?;
+    let record = record_cbor(input.record)?;
     let swap = opt_cid("swapCommit", input.swap_commit.as_deref())?;
     let write = RecordWrite::create(&input.collection, input.rkey.as_deref(), record);
     let info = commit(app, did, vec![write], swap).await??;
@@ -176,7 +175,7 @@ pub async fn put_record(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResul
     let did = app.access_did(parts)?;
     let input: PutInput = json_body(app, parts, body).await?;
     same_repo(app, &did, &input.repo)?;
-    let record = record_cbor(&input.record)?;
+    let record = record_cbor(input.record)?;
     let swap = opt_cid("swapCommit", input.swap_commit.as_deref())?;
     let mut write = RecordWrite::update(&input.collection, &input.rkey, record);
     write.swap_record = match input.swap_record {
@@ -221,13 +220,16 @@ fn field<'v>(w: &'v serde_json::Value, name: &str, i: usize) -> XResult<&'v str>
         .ok_or_else(|| XrpcError::invalid(format!("writes/{i} must have the property \"{name}\"")))
 }
 
-/// One `applyWrites` write from its JSON union member.
-fn parse_write(w: &serde_json::Value, i: usize) -> XResult<RecordWrite> {
+/// One `applyWrites` write from its JSON union member (its record moved
+/// out of it).
+fn parse_write(mut w: serde_json::Value, i: usize) -> XResult<RecordWrite> {
+    let record = w.get_mut("value").map(serde_json::Value::take);
+    let w = &w;
     let t = field(w, "$type", i)?;
     let kind = t.strip_prefix("com.atproto.repo.applyWrites").unwrap_or("");
     let collection = field(w, "collection", i)?;
     let value = || -> XResult<Vec<u8>> {
-        record_cbor(w.get("value").ok_or_else(|| {
+        record_cbor(record.ok_or_else(|| {
             XrpcError::invalid(format!("writes/{i} must have the property \"value\""))
         })?)
     };
@@ -262,7 +264,7 @@ pub async fn apply_writes(
     }
     let writes = input
         .writes
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(i, w)| parse_write(w, i))
         .collect::<XResult<Vec<_>>>()?;
