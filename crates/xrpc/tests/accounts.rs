@@ -215,9 +215,12 @@ async fn expired_access_token_is_400_expired_token() {
 #[tokio::test]
 async fn writes_need_a_token_of_the_repo_owner() {
     let s = start();
-    let (a, a_tok, _) = s.account("a.test").await;
+    let (_, a_tok, _) = s.account("a.test").await;
     let (b, b_tok, _) = s.account("b.test").await;
     let rec = |repo: &str| json!({"repo": repo, "collection": "app.bsky.feed.post", "record": {"text": "hi"}});
+    let latest = format!("/xrpc/com.atproto.sync.getLatestCommit?did={b}");
+    // B's head before any refused write: every refusal below must leave it.
+    let head_before = s.get(&latest).await.ok_json();
     s.post("/xrpc/com.atproto.repo.createRecord", None, &rec(&b))
         .await
         .expect_error(401, "AuthRequired");
@@ -263,12 +266,8 @@ async fn writes_need_a_token_of_the_repo_owner() {
         .await
         .ok_json();
     assert_eq!(listed["records"].as_array().unwrap().len(), 0);
-    let status = s
-        .get(&format!("/xrpc/com.atproto.sync.getRepoStatus?did={b}"))
-        .await
-        .ok_json();
-    let head_before = status["rev"].clone();
-    // B's own token works.
+    assert_eq!(s.get(&latest).await.ok_json(), head_before);
+    // B's own token works, and moves the head.
     s.post(
         "/xrpc/com.atproto.repo.createRecord",
         Some(&b_tok),
@@ -276,12 +275,9 @@ async fn writes_need_a_token_of_the_repo_owner() {
     )
     .await
     .ok_json();
-    let status = s
-        .get(&format!("/xrpc/com.atproto.sync.getRepoStatus?did={b}"))
-        .await
-        .ok_json();
-    assert_ne!(status["rev"], head_before);
-    let _ = a;
+    let head_after = s.get(&latest).await.ok_json();
+    assert_ne!(head_after["cid"], head_before["cid"]);
+    assert_ne!(head_after["rev"], head_before["rev"]);
 }
 
 type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, serde_json::Value)>>>;
