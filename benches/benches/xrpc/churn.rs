@@ -7,7 +7,8 @@
 //! Checked and printed outside the timing: a cold round first (one more
 //! connection past the limit is refused), then Criterion's warm rounds;
 //! after each, the process's thread count returns to its baseline (taken
-//! before the cold round, the clients' runtime already running) and its
+//! before the cold round, the clients' runtime already running, once the
+//! count has stopped changing: the server's startup threads gone) and its
 //! resident set (after `malloc_trim`) grows by no more than [`RSS_BOUND`]. The server runs in
 //! this process, so these are its threads and memory (plus the
 //! clients', which are steady).
@@ -144,6 +145,32 @@ impl Churn {
     }
 }
 
+/// How long tokio keeps an idle blocking thread (its default).
+const BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// The thread count once it is stable: unchanged for longer than an idle
+/// blocking thread lingers (at most 30 s). The server opened its store on
+/// its blocking pool (`App::open`) just before; that thread idles on for
+/// up to [`BLOCKING_KEEP_ALIVE`], and counted in the baseline it would let
+/// a thread left behind by the rounds pass unseen.
+fn settled_baseline() -> u64 {
+    let start = Instant::now();
+    let mut last = threads();
+    let mut since = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let n = threads();
+        if n != last {
+            (last, since) = (n, Instant::now());
+        }
+        if since.elapsed() > BLOCKING_KEEP_ALIVE + Duration::from_millis(500)
+            || start.elapsed() > Duration::from_secs(30)
+        {
+            return last;
+        }
+    }
+}
+
 /// Waits (up to 15 s, tokio's idle blocking threads linger 10 s) until the
 /// thread count is back to `baseline`; returns the count and the wait.
 fn settle_threads(baseline: u64) -> (u64, Duration) {
@@ -190,7 +217,7 @@ pub fn run(target: &mut BenchTarget, dir: &std::path::Path) {
         .expect("client runtime");
     let churn = Churn { server, limit, rt };
     let id = format!("xrpc.websocket_churn/ours/cohort-{limit}");
-    let threads0 = threads();
+    let threads0 = settled_baseline();
     let rss0 = rss_bytes();
     churn.round(true);
     check("cold round", &id, threads0, rss0);

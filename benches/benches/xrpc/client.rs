@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::{self, SendRequest};
+use hyper::header::HeaderMap;
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 
@@ -49,8 +50,15 @@ impl Conn {
         }
     }
 
-    /// Sends one request and reads the whole answer.
+    /// Sends one request and reads the whole answer: status and body.
     pub fn send(&mut self, req: &Call, body: Bytes) -> (StatusCode, Bytes) {
+        let a = self.answer(req, body);
+        (a.status, a.body)
+    }
+
+    /// Sends one request and reads the whole answer, headers included
+    /// (a HEAD answer has no body: its headers are what there is to check).
+    pub fn answer(&mut self, req: &Call, body: Bytes) -> Answer {
         let mut builder = Request::builder()
             .method(req.method.clone())
             .uri(req.path.as_str())
@@ -67,16 +75,26 @@ impl Conn {
         self.rt.block_on(async move {
             sender.ready().await.expect("connection ready");
             let resp = sender.send_request(request).await.expect("a response");
-            let status = resp.status();
-            let bytes = resp
-                .into_body()
-                .collect()
-                .await
-                .expect("the response body")
-                .to_bytes();
-            (status, bytes)
+            let (parts, body) = resp.into_parts();
+            let body = body.collect().await.expect("the response body").to_bytes();
+            Answer {
+                status: parts.status,
+                headers: parts.headers,
+                body,
+            }
         })
     }
+}
+
+/// One answer, read whole.
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    /// Its status.
+    pub status: StatusCode,
+    /// Its headers.
+    pub headers: HeaderMap,
+    /// Its body.
+    pub body: Bytes,
 }
 
 /// What one request of a route is, apart from its body.
@@ -142,41 +160,42 @@ impl Call {
 #[derive(Default)]
 pub struct Outcomes {
     unexpected: AtomicU64,
-    first_unexpected: Mutex<Option<(StatusCode, Bytes)>>,
-    samples: Mutex<Vec<Bytes>>,
+    first_unexpected: Mutex<Option<Answer>>,
+    samples: Mutex<Vec<Answer>>,
 }
 
 impl Outcomes {
     /// Records one answer (cheap: an atomic, a lock only for samples).
-    pub fn record(&self, expected: StatusCode, status: StatusCode, body: &Bytes, sample: bool) {
-        if status != expected {
+    pub fn record(&self, expected: StatusCode, answer: &Answer, sample: bool) {
+        if answer.status != expected {
             if self.unexpected.fetch_add(1, Ordering::Relaxed) == 0 {
                 *self
                     .first_unexpected
                     .lock()
-                    .unwrap_or_else(|p| p.into_inner()) = Some((status, body.clone()));
+                    .unwrap_or_else(|p| p.into_inner()) = Some(answer.clone());
             }
         } else if sample {
             self.samples
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .push(body.clone());
+                .push(answer.clone());
         }
     }
 
     /// Panics unless every answer had the expected status; returns the
-    /// sampled bodies.
-    pub fn check(self, id: &str) -> Vec<Bytes> {
+    /// sampled answers.
+    pub fn check(self, id: &str) -> Vec<Answer> {
         let bad = self.unexpected.load(Ordering::Relaxed);
         if bad > 0 {
             let first = self
                 .first_unexpected
                 .into_inner()
                 .unwrap_or_else(|p| p.into_inner());
-            let (status, body) = first.unwrap_or_default();
+            let first = first.unwrap_or_default();
             panic!(
-                "{id}: {bad} answers with an unexpected status, first {status}: {}",
-                String::from_utf8_lossy(&body)
+                "{id}: {bad} answers with an unexpected status, first {}: {}",
+                first.status,
+                String::from_utf8_lossy(&first.body)
             );
         }
         self.samples.into_inner().unwrap_or_else(|p| p.into_inner())

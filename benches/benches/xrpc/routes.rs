@@ -12,11 +12,12 @@ use benches::callers::bench_callers;
 use benches::target::BenchTarget;
 use bytes::Bytes;
 use criterion::{SamplingMode, Throughput};
+use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderMap};
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::client::{Call, Conn, Outcomes, json_ok};
-use crate::seed::{PASSWORD, Seed};
+use crate::seed::{BLOB_BYTES, BLOB_MIME, PASSWORD, Seed};
 
 /// One route: its requests (by caller and operation index) and the check
 /// of a sampled answer.
@@ -29,8 +30,8 @@ struct Route {
     check: Check,
 }
 
-/// The check of one sampled answer.
-type Check = Box<dyn Fn(&Bytes) -> Result<(), String> + Sync>;
+/// The check of one sampled answer (its headers, its body).
+type Check = Box<dyn Fn(&HeaderMap, &Bytes) -> Result<(), String> + Sync>;
 
 fn json(body: &Bytes) -> Result<Value, String> {
     serde_json::from_slice(body)
@@ -39,6 +40,11 @@ fn json(body: &Bytes) -> Result<Value, String> {
 
 fn expect(ok: bool, what: impl FnOnce() -> String) -> Result<(), String> {
     if ok { Ok(()) } else { Err(what()) }
+}
+
+/// A header's value as text ("" when absent or not text).
+fn header(h: &HeaderMap, name: hyper::header::HeaderName) -> &str {
+    h.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
 }
 
 fn get(path: String) -> (Call, Bytes) {
@@ -58,7 +64,7 @@ fn small_routes(seed: &Seed) -> Vec<Route> {
     let writer_dids: Vec<String> = seed.writers.iter().map(|w| w.did.clone()).collect();
     let domains = {
         let d = did.clone();
-        move |b: &Bytes| -> Result<(), String> {
+        move |_: &HeaderMap, b: &Bytes| -> Result<(), String> {
             let v = json(b)?;
             expect(
                 v["availableUserDomains"].is_array() && v["did"].is_string(),
@@ -71,7 +77,7 @@ fn small_routes(seed: &Seed) -> Vec<Route> {
             name: "health",
             calls: vec![get("/xrpc/_health".into())],
             per_caller: false,
-            check: Box::new(|b| json(b).map(|_| ())),
+            check: Box::new(|_, b| json(b).map(|_| ())),
         },
         Route {
             name: "describe_server",
@@ -92,7 +98,7 @@ fn small_routes(seed: &Seed) -> Vec<Route> {
             per_caller: true,
             check: {
                 let dids = writer_dids.clone();
-                Box::new(move |b| {
+                Box::new(move |_, b| {
                     let v = json(b)?;
                     expect(v["accessJwt"].is_string() && dids.iter().any(|d| v["did"] == d.as_str()), || v.to_string())
                 })
@@ -108,7 +114,7 @@ fn small_routes(seed: &Seed) -> Vec<Route> {
             per_caller: true,
             check: {
                 let dids = writer_dids.clone();
-                Box::new(move |b| {
+                Box::new(move |_, b| {
                     let v = json(b)?;
                     expect(dids.iter().any(|d| v["did"] == d.as_str()), || v.to_string())
                 })
@@ -120,7 +126,7 @@ fn small_routes(seed: &Seed) -> Vec<Route> {
             per_caller: false,
             check: {
                 let did = did.clone();
-                Box::new(move |b| {
+                Box::new(move |_, b| {
                     let v = json(b)?;
                     expect(v["did"] == did.as_str(), || v.to_string())
                 })
@@ -133,7 +139,7 @@ fn small_routes(seed: &Seed) -> Vec<Route> {
             check: {
                 let did = did.clone();
                 let handle = r.handle.clone();
-                Box::new(move |b| {
+                Box::new(move |_, b| {
                     let v = json(b)?;
                     expect(v["did"] == did.as_str() && v["handle"] == handle.as_str() && v["collections"].as_array().is_some_and(|c| c.len() >= 4), || v.to_string())
                 })
@@ -149,7 +155,7 @@ fn small_routes(seed: &Seed) -> Vec<Route> {
             per_caller: false,
             check: {
                 let cids = cids.clone();
-                Box::new(move |b| {
+                Box::new(move |_, b| {
                     let v = json(b)?;
                     let uri = v["uri"].as_str().unwrap_or_default();
                     expect(cids.get(uri).is_some_and(|c| v["cid"] == c.as_str()) && v["value"].is_object(), || v.to_string())
@@ -166,7 +172,7 @@ fn small_routes(seed: &Seed) -> Vec<Route> {
             per_caller: false,
             check: {
                 let cids = cids.clone();
-                Box::new(move |b| {
+                Box::new(move |_, b| {
                     let v = json(b)?;
                     let recs = v["records"].as_array().map(Vec::as_slice).unwrap_or_default();
                     let all_known = recs.iter().all(|rec| {
@@ -180,7 +186,7 @@ fn small_routes(seed: &Seed) -> Vec<Route> {
             name: "list_missing_blobs",
             calls: vec![(Call::get("/xrpc/com.atproto.repo.listMissingBlobs").bearer(&r.access), Bytes::new())],
             per_caller: false,
-            check: Box::new(|b| {
+            check: Box::new(|_, b| {
                 let v = json(b)?;
                 expect(v["blobs"].as_array().is_some_and(Vec::is_empty), || v.to_string())
             }),
@@ -191,7 +197,7 @@ fn small_routes(seed: &Seed) -> Vec<Route> {
             per_caller: false,
             check: {
                 let head = seed.head.clone();
-                Box::new(move |b| {
+                Box::new(move |_, b| {
                     let v = json(b)?;
                     expect(v["cid"] == head.as_str() && v["rev"].is_string(), || v.to_string())
                 })
@@ -203,7 +209,7 @@ fn small_routes(seed: &Seed) -> Vec<Route> {
             per_caller: false,
             check: {
                 let did = did.clone();
-                Box::new(move |b| {
+                Box::new(move |_, b| {
                     let v = json(b)?;
                     expect(v["did"] == did.as_str() && v["active"] == true, || v.to_string())
                 })
@@ -216,7 +222,7 @@ fn small_routes(seed: &Seed) -> Vec<Route> {
             check: {
                 let did = did.clone();
                 let n = seed.writers.len() + 1;
-                Box::new(move |b| {
+                Box::new(move |_, b| {
                     let v = json(b)?;
                     let repos = v["repos"].as_array().map(Vec::as_slice).unwrap_or_default();
                     expect(repos.len() == n && repos.iter().any(|r| r["did"] == did.as_str()), || format!("{} repos", repos.len()))
@@ -229,7 +235,7 @@ fn small_routes(seed: &Seed) -> Vec<Route> {
             per_caller: false,
             check: {
                 let did = did.clone();
-                Box::new(move |b| expect(String::from_utf8_lossy(b).trim() == did, || String::from_utf8_lossy(b).into_owned()))
+                Box::new(move |_, b| expect(String::from_utf8_lossy(b).trim() == did, || String::from_utf8_lossy(b).into_owned()))
             },
         },
     ];
@@ -255,7 +261,7 @@ fn large_routes(seed: &Seed) -> Vec<Route> {
             name: "sync_get_blob",
             calls: vec![get(blob_path.clone())],
             per_caller: false,
-            check: Box::new(move |b| {
+            check: Box::new(move |_, b| {
                 expect(b[..] == blob[..], || {
                     format!("{} bytes, not the blob", b.len())
                 })
@@ -265,17 +271,20 @@ fn large_routes(seed: &Seed) -> Vec<Route> {
             name: "sync_get_blob_head",
             calls: vec![(Call::get(blob_path).method(Method::HEAD), Bytes::new())],
             per_caller: false,
-            check: Box::new(|b| {
-                expect(b.is_empty(), || {
-                    format!("HEAD answered {} body bytes", b.len())
-                })
+            // hyper reads no body for HEAD: the headers are the answer.
+            check: Box::new(|h, _| {
+                let length = BLOB_BYTES.to_string();
+                expect(
+                    header(h, CONTENT_LENGTH) == length && header(h, CONTENT_TYPE) == BLOB_MIME,
+                    || format!("HEAD of the blob answered {h:?}"),
+                )
             }),
         },
         Route {
             name: "sync_get_repo",
             calls: vec![get(repo_path.clone())],
             per_caller: false,
-            check: Box::new(move |b| {
+            check: Box::new(move |_, b| {
                 let car = repo::car::CarSlice::parse(b, true).map_err(|e| format!("CAR: {e}"))?;
                 let root = car.roots.first().map(|c| c.to_string()).unwrap_or_default();
                 // Every record and the commit, besides the MST nodes.
@@ -288,10 +297,11 @@ fn large_routes(seed: &Seed) -> Vec<Route> {
             name: "sync_get_repo_head",
             calls: vec![(Call::get(repo_path).method(Method::HEAD), Bytes::new())],
             per_caller: false,
-            check: Box::new(|b| {
-                expect(b.is_empty(), || {
-                    format!("HEAD answered {} body bytes", b.len())
-                })
+            check: Box::new(|h, _| {
+                expect(
+                    header(h, CONTENT_TYPE) == "application/vnd.ipld.car",
+                    || format!("HEAD of the repo answered {h:?}"),
+                )
             }),
         },
     ]
@@ -312,14 +322,14 @@ fn bench_route(g: &mut benches::Group<'_>, seed: &Seed, route: &Route, callers: 
             } else {
                 &calls[(caller * 7919 + i as usize) % calls.len()]
             };
-            let (status, answer) = conn.send(call, body.clone());
-            outcomes.record(StatusCode::OK, status, &answer, i == 0);
+            let answer = conn.answer(call, body.clone());
+            outcomes.record(StatusCode::OK, &answer, i == 0);
             std::hint::black_box(answer);
         }
     });
     let samples = outcomes.check(&id);
     for s in &samples {
-        if let Err(e) = (route.check)(s) {
+        if let Err(e) = (route.check)(&s.headers, &s.body) {
             panic!("{id}: a sampled answer is wrong: {e}");
         }
     }
@@ -343,8 +353,9 @@ pub fn run_routes(target: &mut BenchTarget, seed: &Seed) {
 
 /// Registers `xrpc.write`: createRecord on one account per caller, a body
 /// of its own per request (datagen's post for the caller, with the
-/// request's number in its text: formatting it costs well under a
-/// microsecond against a commit).
+/// request's number in its text, written by serde_json so that whatever
+/// datagen's text holds is escaped; a few microseconds at most against a
+/// commit).
 pub fn run_writes(target: &mut BenchTarget, seed: &Seed) {
     let mut g = target.group("xrpc.write");
     g.criterion()
@@ -374,17 +385,25 @@ pub fn run_writes(target: &mut BenchTarget, seed: &Seed) {
                 let outcomes = &outcomes;
                 move |i: u64| {
                     let n = counter.fetch_add(1, Ordering::Relaxed);
-                    let body = format!(
-                        r#"{{"repo":"{did}","collection":"app.bsky.feed.post","record":{{"$type":"app.bsky.feed.post","text":"{text} #{n}","langs":["en"],"createdAt":"{created}"}}}}"#
-                    );
-                    let (status, answer) = conn.send(&call, Bytes::from(body));
-                    outcomes.record(StatusCode::OK, status, &answer, i == 0);
+                    let body = serde_json::to_vec(&json!({
+                        "repo": did,
+                        "collection": "app.bsky.feed.post",
+                        "record": {
+                            "$type": "app.bsky.feed.post",
+                            "text": format!("{text} #{n}"),
+                            "langs": ["en"],
+                            "createdAt": created,
+                        },
+                    }))
+                    .expect("a JSON body");
+                    let answer = conn.answer(&call, Bytes::from(body));
+                    outcomes.record(StatusCode::OK, &answer, i == 0);
                 }
             },
         );
         // Each sampled answer names a record that reads back with its CID.
         for s in outcomes.check(&id) {
-            let v: Value = serde_json::from_slice(&s).expect("createRecord answered JSON");
+            let v: Value = serde_json::from_slice(&s.body).expect("createRecord answered JSON");
             let uri = v["uri"].as_str().expect("uri");
             let mut parts = uri.trim_start_matches("at://").split('/');
             let (repo, collection, rkey) = (

@@ -19,6 +19,8 @@ pub const READER_RECORDS: usize = 1000;
 pub const WRITERS: usize = 50;
 /// Bytes of the seeded blob (seeded random bytes).
 pub const BLOB_BYTES: usize = 64 << 10;
+/// Its MIME type.
+pub const BLOB_MIME: &str = "image/png";
 /// The password of every seeded account.
 pub const PASSWORD: &str = "atbench xrpc bench";
 
@@ -156,7 +158,7 @@ pub fn build(dir: &Path) -> Seed {
         addr,
         &Call::post("/xrpc/com.atproto.repo.uploadBlob")
             .bearer(&reader.access)
-            .content_type("image/png"),
+            .content_type(BLOB_MIME),
         Bytes::from(blob.clone()),
     );
     assert_eq!(

@@ -127,8 +127,57 @@ fn value_strategy() -> impl Strategy<Value = Value> {
     })
 }
 
+/// JSON documents that reach every branch of the atproto JSON parser:
+/// plain values, floats, `$bytes` / `$link` / `$type` / blob objects,
+/// well formed or not, nesting past `MAX_DEPTH`.
+fn json_strategy() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::{Value as J, json};
+    let cid = Cid::new(repo::Codec::Raw, [7; 32]).to_string();
+    let leaf = prop_oneof![
+        Just(J::Null),
+        any::<bool>().prop_map(J::Bool),
+        any::<i64>().prop_map(|i| json!(i)),
+        any::<u64>().prop_map(|u| json!(u)),
+        prop_oneof![Just(2.0f64), Just(1.5), Just(1e300), Just(-0.0)].prop_map(|f| json!(f)),
+        ".{0,12}".prop_map(J::String),
+        prop_oneof![Just("aGVsbG8"), Just("aGVsbG8="), Just("!!"), Just("")]
+            .prop_map(|b| json!({"$bytes": b})),
+        Just(json!({"$bytes": "aGk", "x": 1})),
+        Just(json!({"$bytes": 5})),
+        prop_oneof![Just(cid.clone()), Just("bafy-not".to_owned())]
+            .prop_map(|l| json!({"$link": l})),
+        Just(json!({"$link": cid.clone(), "x": 1})),
+        Just(
+            json!({"$type": "blob", "ref": {"$link": cid.clone()}, "mimeType": "image/png", "size": 3})
+        ),
+        Just(json!({"$type": "blob", "ref": {"$link": cid}, "mimeType": "image/png"})),
+        prop_oneof![Just(json!("")), Just(json!(3)), Just(json!("app.x"))]
+            .prop_map(|t| json!({"$type": t, "k": "v"})),
+    ];
+    leaf.prop_recursive(40, 256, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(J::Array),
+            prop::collection::vec(("[a-z$]{0,4}", inner), 0..6)
+                .prop_map(|kv| J::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// The by-value conversion gives what the borrowing one gives: the
+    /// same value and DAG-CBOR bytes, or the same error at the same path.
+    #[test]
+    fn json_owned_conversion_matches_borrowed(inner in json_strategy(), wrap in any::<bool>()) {
+        let doc = if wrap { serde_json::json!({"v": inner}) } else { inner };
+        let borrowed = json::from_json_value(&doc);
+        let owned = json::from_json_value_owned(doc);
+        match (&borrowed, &owned) {
+            (Ok(b), Ok(o)) => prop_assert_eq!(cbor::to_vec(b), cbor::to_vec(o)),
+            _ => prop_assert_eq!(&borrowed, &owned),
+        }
+    }
 
     #[test]
     fn cbor_round_trips(v in value_strategy()) {

@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 
+use repo::cbor::json::push_json_str;
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// One account.
@@ -34,6 +35,55 @@ pub struct Account {
     pub password: String,
     /// Its repository signing key, as a `did:key`.
     pub key: String,
+    /// Its DID document as JSON text, rendered once ([`Account::new`]):
+    /// every field of it is fixed for the account's life (the public URL
+    /// is the server's), and getSession, createSession and describeRepo
+    /// all answer with it.
+    pub did_doc: String,
+}
+
+impl Account {
+    /// An account served at `public_url`, its DID document rendered.
+    pub fn new(
+        did: String,
+        handle: String,
+        email: Option<String>,
+        password: String,
+        key: String,
+        public_url: &str,
+    ) -> Account {
+        let did_doc = render_did_doc(&did, &handle, &key, public_url);
+        Account {
+            did,
+            handle,
+            email,
+            password,
+            key,
+            did_doc,
+        }
+    }
+}
+
+/// The DID document of an account, as JSON text.
+fn render_did_doc(did: &str, handle: &str, key: &str, public_url: &str) -> String {
+    let mut s = String::with_capacity(512);
+    s.push_str(
+        "{\"@context\":[\"https://www.w3.org/ns/did/v1\",\"https://w3id.org/security/multikey/v1\",\
+         \"https://w3id.org/security/suites/secp256k1-2019/v1\"],\"id\":",
+    );
+    push_json_str(did, &mut s);
+    s.push_str(",\"alsoKnownAs\":[\"at://");
+    s.push_str(handle);
+    s.push_str("\"],\"verificationMethod\":[{\"id\":");
+    push_json_str(&format!("{did}#atproto"), &mut s);
+    s.push_str(",\"type\":\"Multikey\",\"controller\":");
+    push_json_str(did, &mut s);
+    s.push_str(",\"publicKeyMultibase\":");
+    push_json_str(key.strip_prefix("did:key:").unwrap_or(key), &mut s);
+    s.push_str("}],\"service\":[{\"id\":\"#atproto_pds\",\"type\":\"AtprotoPersonalDataServer\",\"serviceEndpoint\":");
+    push_json_str(public_url, &mut s);
+    s.push_str("}]}");
+    s
 }
 
 /// Why a reservation failed.
@@ -78,7 +128,8 @@ CREATE TABLE IF NOT EXISTS refresh_tokens (
 
 impl Accounts {
     /// Opens (creating) the account file and loads every account.
-    pub fn open(path: &Path, durable: bool) -> rusqlite::Result<Self> {
+    /// `public_url` goes into each account's DID document.
+    pub fn open(path: &Path, durable: bool, public_url: &str) -> rusqlite::Result<Self> {
         let conn = Connection::open(path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", if durable { "FULL" } else { "NORMAL" })?;
@@ -93,13 +144,14 @@ impl Accounts {
             let mut st =
                 conn.prepare("SELECT did, handle, email, password, signing_key FROM accounts")?;
             let rows = st.query_map([], |r| {
-                Ok(Account {
-                    did: r.get(0)?,
-                    handle: r.get(1)?,
-                    email: r.get(2)?,
-                    password: r.get(3)?,
-                    key: r.get(4)?,
-                })
+                Ok(Account::new(
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    public_url,
+                ))
             })?;
             for a in rows {
                 maps.insert(Arc::new(a?));
@@ -261,13 +313,25 @@ mod tests {
     use super::*;
 
     fn acct(did: &str, handle: &str) -> Account {
-        Account {
-            did: did.into(),
-            handle: handle.into(),
-            email: Some(format!("{handle}@example.com")),
-            password: "scrypt$x".into(),
-            key: "did:key:z".into(),
-        }
+        Account::new(
+            did.into(),
+            handle.into(),
+            Some(format!("{handle}@example.com")),
+            "scrypt$x".into(),
+            "did:key:z".into(),
+            "http://localhost",
+        )
+    }
+
+    #[test]
+    fn did_doc_is_rendered_once_and_is_json() {
+        let a = acct("did:plc:a", "alice.test");
+        let doc: serde_json::Value = serde_json::from_str(&a.did_doc).unwrap();
+        assert_eq!(doc["id"], "did:plc:a");
+        assert_eq!(doc["alsoKnownAs"][0], "at://alice.test");
+        assert_eq!(doc["verificationMethod"][0]["id"], "did:plc:a#atproto");
+        assert_eq!(doc["verificationMethod"][0]["publicKeyMultibase"], "z");
+        assert_eq!(doc["service"][0]["serviceEndpoint"], "http://localhost");
     }
 
     #[test]
@@ -275,7 +339,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("a.accounts");
         {
-            let a = Accounts::open(&p, false).unwrap();
+            let a = Accounts::open(&p, false, "http://localhost").unwrap();
             a.reserve(acct("did:plc:a", "alice.test")).unwrap();
             assert!(matches!(
                 a.reserve(acct("did:plc:b", "alice.test")),
@@ -283,7 +347,7 @@ mod tests {
             ));
             a.add_refresh("j", "did:plc:a", i64::MAX).unwrap();
         }
-        let a = Accounts::open(&p, false).unwrap();
+        let a = Accounts::open(&p, false, "http://localhost").unwrap();
         assert_eq!(a.by_handle("ALICE.test").unwrap().did, "did:plc:a");
         assert_eq!(
             a.by_identifier("alice.test@example.com").unwrap().did,

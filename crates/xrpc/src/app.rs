@@ -13,12 +13,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
+use http::request::Parts;
 use repo::crypto::{Algorithm, Keypair};
 use store::Store;
 
 use crate::ServerConfig;
 use crate::accounts::{Account, Accounts};
-use crate::auth::Tokens;
+use crate::auth::{Scope, Tokens};
 use crate::error::{ServerError, XResult, XrpcError};
 use crate::firehose::Hub;
 use crate::params::Id;
@@ -44,8 +45,9 @@ pub struct App {
     /// Password hashes running at once (one per read thread): each fills
     /// 16 MiB, so fifty logins at once would otherwise take 800 MiB.
     pub kdf: tokio::sync::Semaphore,
-    /// Commits in flight (see [`App::commit_slot`]).
-    commits: AtomicUsize,
+    /// Store writes in flight: record commits, blobs, new accounts,
+    /// identity updates (see [`App::commit_slot`]).
+    writes: AtomicUsize,
     /// The `describeServer` answer.
     pub describe: Bytes,
     /// The startup report line.
@@ -126,6 +128,13 @@ fn is_local(host: &str) -> bool {
 impl App {
     /// Opens the store, the account file and the secrets (blocking).
     pub fn open(config: ServerConfig, addr: SocketAddr) -> Result<App, ServerError> {
+        if !(1..=crate::password::MAX_LOG_N).contains(&config.scrypt_log_n) {
+            return Err(ServerError::Startup(format!(
+                "scrypt_log_n {} is outside 1..={}",
+                config.scrypt_log_n,
+                crate::password::MAX_LOG_N
+            )));
+        }
         let (jwt, rotation) = load_secrets(&beside(&config.db, ".secret"))?;
         let store_config = store::Config {
             durable: config.durable,
@@ -133,15 +142,19 @@ impl App {
             ..store::Config::default()
         };
         let store = Arc::new(Store::open(&config.db, store_config)?);
-        let accounts = Accounts::open(&beside(&config.db, ".accounts"), config.durable)?;
-        let in_store: std::collections::HashSet<String> = store.accounts()?.into_iter().collect();
-        let dropped = accounts.retain(|d| in_store.contains(d))?;
         let local = is_local(&config.hostname);
         let public_url = match &config.public_url {
             Some(u) => u.trim_end_matches('/').to_owned(),
             None if local => format!("http://{addr}"),
             None => format!("https://{}", config.hostname),
         };
+        let accounts = Accounts::open(
+            &beside(&config.db, ".accounts"),
+            config.durable,
+            &public_url,
+        )?;
+        let in_store: std::collections::HashSet<String> = store.accounts()?.into_iter().collect();
+        let dropped = accounts.retain(|d| in_store.contains(d))?;
         let server_did = format!("did:web:{}", config.hostname);
         let user_domains = if local {
             vec![".test".to_owned()]
@@ -179,7 +192,7 @@ impl App {
         let reads = Arc::new(crate::pool::Pool::new(config.read_threads)?);
         Ok(App {
             kdf: tokio::sync::Semaphore::new(config.read_threads.max(1)),
-            commits: AtomicUsize::new(0),
+            writes: AtomicUsize::new(0),
             reads,
             store,
             accounts,
@@ -201,26 +214,50 @@ impl App {
             .map_err(|_| XrpcError::internal("server shutting down"))
     }
 
-    /// Counts a commit in flight until the returned slot drops, and says
-    /// whether it may run on the calling async thread: only when no other
-    /// commit is in flight.
+    /// Counts a store write in flight until the returned slot drops, and
+    /// says whether it may run on the calling async thread: only when no
+    /// other store write is in flight and the store does not fsync.
     ///
-    /// Why: a commit sent to the blocking pool costs a thread wake there
-    /// and another back to the async thread, several context switches per
-    /// write, which on two cores cost more CPU than the HTTP exchange
-    /// itself (`xrpc.write/create_record/c1`; `examples/write_probe.rs`
-    /// counts them). A lone commit runs its own group commit in the store
-    /// (no writer thread to wait for), so it blocks its async thread only
-    /// for its own work, and the other async thread stays free. Once
-    /// commits overlap they all go to the blocking pool, where they wait
-    /// in the store's group commit together instead of holding async
-    /// threads.
+    /// Every path that takes the store's writer holds a slot while it runs
+    /// (record commits, `uploadBlob`'s `put_blob`, `createAccount`'s
+    /// `create_account` and `update_identity`), so an inline commit never
+    /// waits on the writer mutex behind another write; only record commits
+    /// ever run inline, the others go to the blocking pool whatever
+    /// `inline` says.
+    ///
+    /// Why inline at all: a commit sent to the blocking pool costs a thread
+    /// wake there and another back to the async thread, several context
+    /// switches per write, which on two cores cost more CPU than the HTTP
+    /// exchange itself (`xrpc.write/create_record/c1`;
+    /// `examples/write_probe.rs` counts them). A lone commit runs its own
+    /// group commit in the store (no writer thread to wait for), so it
+    /// blocks its async thread only for its own work, and the other async
+    /// thread stays free. Once writes overlap they all go to the blocking
+    /// pool, where they wait in the store's group commit together instead
+    /// of holding async threads. A durable store (`synchronous = FULL`)
+    /// fsyncs in every commit, which may take milliseconds: its commits
+    /// never run inline.
     pub fn commit_slot(&self) -> CommitSlot<'_> {
-        let before = self.commits.fetch_add(1, Ordering::AcqRel);
+        let before = self.writes.fetch_add(1, Ordering::AcqRel);
         CommitSlot {
-            count: &self.commits,
-            inline: before == 0,
+            count: &self.writes,
+            inline: before == 0 && !self.store.config().durable,
         }
+    }
+
+    /// Runs a short store read on the read pool (`pool.rs`).
+    pub async fn read<T, F>(&self, f: F) -> XResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Store) -> XResult<T> + Send + 'static,
+    {
+        let store = self.store.clone();
+        self.reads.run(move || f(&store)).await
+    }
+
+    /// The DID of the request's access token (401 without a valid one).
+    pub fn access_did(&self, parts: &Parts) -> XResult<String> {
+        Ok(self.tokens.check(&parts.headers, Scope::Access)?.sub)
     }
 
     /// The account a `repo` parameter names (a DID or a handle).
@@ -245,10 +282,10 @@ impl App {
     }
 }
 
-/// One commit in flight ([`App::commit_slot`]).
+/// One store write in flight ([`App::commit_slot`]).
 pub struct CommitSlot<'a> {
     count: &'a AtomicUsize,
-    /// Whether the commit may run on the calling async thread.
+    /// Whether the write may run on the calling async thread.
     pub inline: bool,
 }
 
@@ -267,5 +304,37 @@ where
     match tokio::task::spawn_blocking(f).await {
         Ok(r) => r,
         Err(e) => Err(XrpcError::internal(format!("worker failed: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(durable: bool) -> (tempfile::TempDir, App) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = ServerConfig::new(dir.path().join("db"));
+        config.durable = durable;
+        config.read_threads = 1;
+        let app = App::open(config, SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
+        (dir, app)
+    }
+
+    #[test]
+    fn only_a_lone_write_on_a_nosync_store_runs_inline() {
+        let (_dir, app) = open(false);
+        let first = app.commit_slot();
+        assert!(first.inline);
+        // A second write (a commit, a blob, an account) while one is in
+        // flight goes to the blocking pool.
+        assert!(!app.commit_slot().inline);
+        drop(first);
+        assert!(app.commit_slot().inline);
+    }
+
+    #[test]
+    fn a_durable_store_never_commits_inline() {
+        let (_dir, app) = open(true);
+        assert!(!app.commit_slot().inline);
     }
 }

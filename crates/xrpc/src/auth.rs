@@ -14,7 +14,8 @@
 //! (bad signature, malformed, wrong scope) is 401 `AuthRequired` too (the
 //! spec's rule: no valid access token); an expired one is 400
 //! `ExpiredToken`, the status the reference PDS answers with and on which
-//! `@atproto/api` refreshes the session.
+//! `@atproto/api` refreshes the session. A refused login is another name
+//! (`AuthenticationRequired`, the reference's; see `error.rs`).
 
 use hmac::{Hmac, Mac};
 use http::StatusCode;

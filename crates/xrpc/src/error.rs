@@ -2,6 +2,19 @@
 //! "message": ...}` and a status), the store's errors mapped to lexicon
 //! names, and [`ServerError`], what starting or running the server fails
 //! with.
+//!
+//! # Two names for a 401
+//!
+//! A request without a valid access or refresh token is `AuthRequired`
+//! ([`XrpcError::auth_required`]): the spec's name for it. A login refused
+//! by `createSession` (unknown identifier or wrong password) is
+//! `AuthenticationRequired` ([`XrpcError::login_refused`]): the lexicon of
+//! `com.atproto.server.createSession` lists only `AccountTakedown` and
+//! `AuthFactorTokenRequired`, so the name is the reference PDS's, whose
+//! `AuthRequiredError('Invalid identifier or password')` carries no custom
+//! name and so answers with the generic name of status 401. Both are
+//! status 401; the name tells a refused login from a missing session (the
+//! tests and the official-client script check both).
 
 use http::StatusCode;
 use store::StoreError;
@@ -62,6 +75,16 @@ impl XrpcError {
         Self::new(StatusCode::UNAUTHORIZED, "AuthRequired", message)
     }
 
+    /// 401 `AuthenticationRequired`: a `createSession` login refused (see
+    /// the module doc for why it is not `AuthRequired`).
+    pub fn login_refused() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "AuthenticationRequired",
+            "Invalid identifier or password",
+        )
+    }
+
     /// 500 `InternalServerError`.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(
@@ -69,6 +92,12 @@ impl XrpcError {
             "InternalServerError",
             message,
         )
+    }
+
+    /// 500 `InternalServerError` from a failure the client cannot fix (the
+    /// account file, randomness, a header): `.map_err(XrpcError::fault)`.
+    pub fn fault(e: impl std::fmt::Display) -> Self {
+        Self::internal(e.to_string())
     }
 
     /// 413 `PayloadTooLarge`.

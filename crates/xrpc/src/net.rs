@@ -26,7 +26,7 @@ use crate::{ServerConfig, routes};
 /// How long shutdown waits for in-flight requests and subscribers.
 const DRAIN: Duration = Duration::from_secs(10);
 
-/// The runtime [`crate::spawn`] runs on: two async workers (the machine
+/// The runtime [`crate::spawn`] and the `atpds` binary run on: two async workers (the machine
 /// has two cores) and a blocking pool for the store. Commits wait on the
 /// store's group commit, so the pool is larger than the core count: ten
 /// concurrent createRecord calls need ten threads waiting in one batch.

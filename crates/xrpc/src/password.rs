@@ -12,9 +12,17 @@
 //! cost is stored in each hash, so hashes of any cost verify).
 //!
 //! Stored form: `scrypt$<log_n>$<r>$<p>$<salt hex>$<hash hex>`.
+//!
+//! Verifying trusts only what this module writes: r = 8, p = 1, a 64-byte
+//! hash and 1 <= log_n <= [`MAX_LOG_N`]. Anything else in the account
+//! file is [`PasswordError::Malformed`]: the cost comes from the stored
+//! row, and a corrupt one (log_n = 40) would otherwise ask scrypt for
+//! 2^50 bytes on the next login.
 
 /// log2(N) of new hashes.
 pub const DEFAULT_LOG_N: u8 = 14;
+/// The largest log2(N) hashed or verified: 128 * 2^20 * r = 1 GiB per hash.
+pub const MAX_LOG_N: u8 = 20;
 const R: u32 = 8;
 const P: u32 = 1;
 const OUT: usize = 64;
@@ -55,6 +63,11 @@ pub(crate) fn ct_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// Hashes `password` with a fresh salt.
 pub fn hash(password: &str, log_n: u8) -> Result<String, PasswordError> {
+    if !(1..=MAX_LOG_N).contains(&log_n) {
+        return Err(PasswordError::Params(format!(
+            "log2(N) = {log_n} is outside 1..={MAX_LOG_N}"
+        )));
+    }
     let mut salt = [0u8; 16];
     getrandom::fill(&mut salt).map_err(|e| PasswordError::Random(e.to_string()))?;
     let out = derive(password, &salt, log_n, R, P)?;
@@ -82,6 +95,9 @@ pub fn verify(password: &str, stored: &str) -> Result<bool, PasswordError> {
     };
     let num = |s: &str| s.parse::<u32>().map_err(|_| PasswordError::Malformed);
     let log_n = u8::try_from(num(n)?).map_err(|_| PasswordError::Malformed)?;
+    if !(1..=MAX_LOG_N).contains(&log_n) || num(r)? != R || num(p)? != P {
+        return Err(PasswordError::Malformed);
+    }
     let hex = data_encoding::HEXLOWER;
     let salt = hex
         .decode(salt.as_bytes())
@@ -89,8 +105,11 @@ pub fn verify(password: &str, stored: &str) -> Result<bool, PasswordError> {
     let want = hex
         .decode(h.as_bytes())
         .map_err(|_| PasswordError::Malformed)?;
-    let got = derive(password, &salt, log_n, num(r)?, num(p)?)?;
-    Ok(got.len() == want.len() && ct_eq(&got, &want))
+    if want.len() != OUT {
+        return Err(PasswordError::Malformed);
+    }
+    let got = derive(password, &salt, log_n, R, P)?;
+    Ok(ct_eq(&got, &want))
 }
 
 #[cfg(test)]
@@ -103,8 +122,42 @@ mod tests {
         assert!(verify("hunter2", &h).unwrap());
         assert!(!verify("hunter3", &h).unwrap());
         assert!(verify("x", "scrypt$4$8$1$zz$00").is_err());
+        // A hash of the wrong length is malformed, not a mismatch.
+        assert!(matches!(
+            verify("x", "scrypt$4$8$1$00$00"),
+            Err(PasswordError::Malformed)
+        ));
         assert!(verify("x", "bcrypt$...").is_err());
         // Two hashes of one password differ (fresh salts).
         assert_ne!(h, hash("hunter2", 4).unwrap());
+    }
+
+    /// Costs this module never writes are refused before scrypt runs: a
+    /// corrupt row must not make a login allocate 2^50 bytes or spin on a
+    /// huge p. (Before the check, log_n = 40 reached scrypt.)
+    #[test]
+    fn refuses_costs_it_never_writes() {
+        let good = hash("pw", 4).unwrap();
+        let tail = good.splitn(5, '$').nth(4).unwrap();
+        for (n, r, p) in [
+            (40, 8, 1),
+            (21, 8, 1),
+            (0, 8, 1),
+            (4, 1024, 1),
+            (4, 8, 64),
+            (4, 7, 1),
+        ] {
+            let stored = format!("scrypt${n}${r}${p}${tail}");
+            assert!(
+                matches!(verify("pw", &stored), Err(PasswordError::Malformed)),
+                "{stored}"
+            );
+        }
+        assert!(verify("pw", &good).unwrap());
+        assert!(matches!(
+            hash("pw", MAX_LOG_N + 1),
+            Err(PasswordError::Params(_))
+        ));
+        assert!(matches!(hash("pw", 0), Err(PasswordError::Params(_))));
     }
 }

@@ -215,9 +215,12 @@ async fn expired_access_token_is_400_expired_token() {
 #[tokio::test]
 async fn writes_need_a_token_of_the_repo_owner() {
     let s = start();
-    let (a, a_tok, _) = s.account("a.test").await;
+    let (_, a_tok, _) = s.account("a.test").await;
     let (b, b_tok, _) = s.account("b.test").await;
     let rec = |repo: &str| json!({"repo": repo, "collection": "app.bsky.feed.post", "record": {"text": "hi"}});
+    let latest = format!("/xrpc/com.atproto.sync.getLatestCommit?did={b}");
+    // B's head before any refused write: every refusal below must leave it.
+    let head_before = s.get(&latest).await.ok_json();
     s.post("/xrpc/com.atproto.repo.createRecord", None, &rec(&b))
         .await
         .expect_error(401, "AuthRequired");
@@ -263,12 +266,8 @@ async fn writes_need_a_token_of_the_repo_owner() {
         .await
         .ok_json();
     assert_eq!(listed["records"].as_array().unwrap().len(), 0);
-    let status = s
-        .get(&format!("/xrpc/com.atproto.sync.getRepoStatus?did={b}"))
-        .await
-        .ok_json();
-    let head_before = status["rev"].clone();
-    // B's own token works.
+    assert_eq!(s.get(&latest).await.ok_json(), head_before);
+    // B's own token works, and moves the head.
     s.post(
         "/xrpc/com.atproto.repo.createRecord",
         Some(&b_tok),
@@ -276,22 +275,26 @@ async fn writes_need_a_token_of_the_repo_owner() {
     )
     .await
     .ok_json();
-    let status = s
-        .get(&format!("/xrpc/com.atproto.sync.getRepoStatus?did={b}"))
-        .await
-        .ok_json();
-    assert_ne!(status["rev"], head_before);
-    let _ = a;
+    let head_after = s.get(&latest).await.ok_json();
+    assert_ne!(head_after["cid"], head_before["cid"]);
+    assert_ne!(head_after["rev"], head_before["rev"]);
 }
+
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, serde_json::Value)>>>;
 
 /// A PLC directory stand-in: records each POST (path, JSON body) and
 /// answers `status`.
-async fn fake_plc(
+async fn fake_plc(status: u16) -> (String, Seen) {
+    fake_plc_slow(status, usize::MAX, std::time::Duration::ZERO).await
+}
+
+/// [`fake_plc`] that answers the POSTs from the `slow_from`-th on (0 the
+/// first) only after `delay` (recorded at once).
+async fn fake_plc_slow(
     status: u16,
-) -> (
-    String,
-    std::sync::Arc<std::sync::Mutex<Vec<(String, serde_json::Value)>>>,
-) {
+    slow_from: usize,
+    delay: std::time::Duration,
+) -> (String, Seen) {
     use http_body_util::BodyExt;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -311,7 +314,14 @@ async fn fake_plc(
                             let path = req.uri().path().to_owned();
                             let body = req.into_body().collect().await.unwrap().to_bytes();
                             let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
-                            seen.lock().unwrap().push((path, v));
+                            let n = {
+                                let mut seen = seen.lock().unwrap();
+                                seen.push((path, v));
+                                seen.len() - 1
+                            };
+                            if n >= slow_from {
+                                tokio::time::sleep(delay).await;
+                            }
                             let mut r = hyper::Response::new(http_body_util::Full::new(
                                 bytes::Bytes::from_static(b"{}"),
                             ));
@@ -392,4 +402,42 @@ async fn a_refusing_plc_directory_fails_the_account_and_frees_the_handle() {
     s2.post("/xrpc/com.atproto.server.createAccount", None, &body)
         .await
         .expect_error(502, "UpstreamFailure");
+}
+
+/// The password-hash permit covers the hash only: a createAccount waiting
+/// on a slow PLC directory does not hold up a login (one permit:
+/// read_threads = 1). Before, createAccount kept it through the PLC
+/// submission, and the login waited the directory's delay out.
+#[tokio::test]
+async fn a_slow_plc_directory_does_not_hold_up_logins() {
+    let delay = std::time::Duration::from_secs(4);
+    let (plc, seen) = fake_plc_slow(200, 1, delay).await;
+    let s = start_with(|c| {
+        c.plc_url = Some(plc);
+        c.read_threads = 1;
+    });
+    s.account("fast.test").await;
+    let slow = json!({"handle": "slow.test", "password": "pw-"});
+    let login = json!({"identifier": "fast.test", "password": "pw-"});
+    let (created, (logged_in, took)) = tokio::join!(
+        s.post("/xrpc/com.atproto.server.createAccount", None, &slow),
+        async {
+            // Once the slow account's operation reached the directory, its
+            // password hash is done and its submission is waiting.
+            while seen.lock().unwrap().len() < 2 {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            let t = std::time::Instant::now();
+            let a = s
+                .post("/xrpc/com.atproto.server.createSession", None, &login)
+                .await;
+            (a, t.elapsed())
+        }
+    );
+    created.ok_json();
+    logged_in.ok_json();
+    assert!(
+        took < delay / 2,
+        "the login waited {took:?} behind a PLC submission"
+    );
 }

@@ -6,8 +6,9 @@
 //! blob refs are ordinary maps and render as such. Map keys come out in the
 //! value's (canonical DAG-CBOR) order.
 //!
-//! Parsing (via `serde_json`), choices where the spec is silent or the
-//! vectors decide:
+//! Parsing (via `serde_json`; [`from_json_value_owned`] moves the
+//! document's strings instead of copying them), choices where the spec is
+//! silent or the vectors decide:
 //! - the top level must be an object (data-model-invalid "top-level not an
 //!   object");
 //! - numbers must be integers in the i64 range; floats with no fractional
@@ -225,6 +226,108 @@ pub fn from_json_value(v: &serde_json::Value) -> Result<Value, JsonError> {
     })
 }
 
+/// [`from_json_value`] taking the document by value: strings and map keys
+/// move into the result instead of being copied. Same value, or the same
+/// error with the same path, for the same input (`tests/props.rs`
+/// compares the two).
+pub fn from_json_value_owned(v: serde_json::Value) -> Result<Value, JsonError> {
+    if !v.is_object() {
+        return Err(JsonError {
+            path: "/".into(),
+            reason: JsonErrorKind::NotObject,
+        });
+    }
+    // The path is built only on error, innermost segment first, so the
+    // keys need no copy on the way down.
+    let mut rev_path = Vec::new();
+    convert_owned(v, 0, &mut rev_path).map_err(|reason| {
+        rev_path.reverse();
+        JsonError {
+            path: format!("/{}", rev_path.join("/")),
+            reason,
+        }
+    })
+}
+
+/// [`convert`] by value; on error `rev_path` holds the offending value's
+/// path below this one, innermost first.
+fn convert_owned(
+    v: serde_json::Value,
+    depth: usize,
+    rev_path: &mut Vec<String>,
+) -> Result<Value, JsonErrorKind> {
+    use serde_json::Value as J;
+    if depth > MAX_DEPTH {
+        return Err(JsonErrorKind::TooDeep);
+    }
+    Ok(match v {
+        J::Null => Value::Null,
+        J::Bool(b) => Value::Bool(b),
+        J::Number(n) => Value::Int(number(&n)?),
+        J::String(s) => Value::Text(s),
+        J::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.into_iter().enumerate() {
+                match convert_owned(item, depth + 1, rev_path) {
+                    Ok(v) => out.push(v),
+                    Err(e) => {
+                        rev_path.push(i.to_string());
+                        return Err(e);
+                    }
+                }
+            }
+            Value::List(out)
+        }
+        J::Object(obj) => {
+            if let Some(special) = special_object(&obj)? {
+                return Ok(special);
+            }
+            let mut entries = Vec::with_capacity(obj.len());
+            for (k, item) in obj {
+                match convert_owned(item, depth + 1, rev_path) {
+                    Ok(v) => entries.push((k, v)),
+                    Err(e) => {
+                        rev_path.push(k);
+                        return Err(e);
+                    }
+                }
+            }
+            Value::Map(entries.into_iter().collect::<Map>())
+        }
+    })
+}
+
+/// The checks of an object before its entries: a `$bytes` or `$link`
+/// object is that value, a `$type` must be a non-empty string and a blob
+/// well formed. `None`: an ordinary map, to convert entry by entry.
+fn special_object(
+    obj: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Option<Value>, JsonErrorKind> {
+    if let Some(b) = obj.get("$bytes") {
+        if obj.len() != 1 {
+            return Err(JsonErrorKind::Bytes("extra fields"));
+        }
+        let s = b.as_str().ok_or(JsonErrorKind::Bytes("not a string"))?;
+        let bytes = B64_DECODE
+            .decode(s)
+            .map_err(|_| JsonErrorKind::Bytes("invalid base64"))?;
+        return Ok(Some(Value::Bytes(bytes)));
+    }
+    if let Some(l) = obj.get("$link") {
+        return Ok(Some(Value::Link(link(l, obj.len())?)));
+    }
+    if let Some(t) = obj.get("$type") {
+        let t = t.as_str().ok_or(JsonErrorKind::Type("not a string"))?;
+        if t.is_empty() {
+            return Err(JsonErrorKind::Type("empty"));
+        }
+        if t == "blob" {
+            check_blob(obj)?;
+        }
+    }
+    Ok(None)
+}
+
 /// On error `path` is left pointing at the offending value.
 fn convert(v: &serde_json::Value, path: &mut Vec<String>) -> Result<Value, JsonErrorKind> {
     use serde_json::Value as J;
@@ -246,27 +349,8 @@ fn convert(v: &serde_json::Value, path: &mut Vec<String>) -> Result<Value, JsonE
             Value::List(out)
         }
         J::Object(obj) => {
-            if let Some(b) = obj.get("$bytes") {
-                if obj.len() != 1 {
-                    return Err(JsonErrorKind::Bytes("extra fields"));
-                }
-                let s = b.as_str().ok_or(JsonErrorKind::Bytes("not a string"))?;
-                let bytes = B64_DECODE
-                    .decode(s)
-                    .map_err(|_| JsonErrorKind::Bytes("invalid base64"))?;
-                return Ok(Value::Bytes(bytes));
-            }
-            if let Some(l) = obj.get("$link") {
-                return Ok(Value::Link(link(l, obj.len())?));
-            }
-            if let Some(t) = obj.get("$type") {
-                let t = t.as_str().ok_or(JsonErrorKind::Type("not a string"))?;
-                if t.is_empty() {
-                    return Err(JsonErrorKind::Type("empty"));
-                }
-                if t == "blob" {
-                    check_blob(obj)?;
-                }
+            if let Some(special) = special_object(obj)? {
+                return Ok(special);
             }
             let mut entries = Vec::with_capacity(obj.len());
             for (k, item) in obj {
@@ -344,6 +428,34 @@ mod tests {
         assert_eq!(s, "\"a\\\"b\\\\c\\n\\u0001é\"");
         let back: String = serde_json::from_str(&s).unwrap();
         assert_eq!(back, "a\"b\\c\n\u{1}é");
+    }
+
+    #[test]
+    fn owned_conversion_errors_at_the_same_path() {
+        let mut deep = serde_json::json!(1);
+        for i in 0..MAX_DEPTH + 2 {
+            deep = if i % 2 == 0 {
+                serde_json::json!([deep])
+            } else {
+                serde_json::json!({"k": deep})
+            };
+        }
+        for doc in [
+            serde_json::json!({"a": [1, {"b": 1.5}]}),
+            serde_json::json!({"a": {"$bytes": "aGk", "x": 1}}),
+            serde_json::json!({"z": [{"$type": ""}], "a": "ok"}),
+            serde_json::json!([1]),
+            serde_json::json!({"d": deep}),
+        ] {
+            let borrowed = from_json_value(&doc).unwrap_err();
+            assert_eq!(from_json_value_owned(doc), Err(borrowed));
+        }
+        assert_eq!(
+            from_json_value_owned(serde_json::json!({"a": [1, {"b": 1.5}]}))
+                .unwrap_err()
+                .path,
+            "/a/1/b"
+        );
     }
 
     #[test]

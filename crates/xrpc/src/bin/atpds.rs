@@ -76,13 +76,7 @@ fn main() -> ExitCode {
     config.blob_upload_limit = args.blob_upload_limit;
     config.max_subscribers = args.max_subscribers;
     config.durable = args.durable;
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .max_blocking_threads(256)
-        .thread_name("atpds")
-        .enable_all()
-        .build()
-    {
+    let runtime = match xrpc::runtime() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("atpds: runtime: {e}");

@@ -10,16 +10,15 @@ use http::{HeaderValue, Response, StatusCode, header};
 use hyper::body::Incoming;
 use repo::cbor::json::push_json_str;
 
-use super::{ok, read_body};
+use super::{end_page, ok, push_cid, read_body};
 use crate::app::{App, blocking};
-use crate::auth::Scope;
 use crate::error::{XResult, XrpcError};
 use crate::net::Body;
 use crate::params::Params;
 
 /// `com.atproto.repo.uploadBlob`.
 pub async fn upload_blob(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResult<Response<Body>> {
-    let did = app.tokens.check(&parts.headers, Scope::Access)?.sub;
+    let did = app.access_did(parts)?;
     let mime = parts
         .headers
         .get(header::CONTENT_TYPE)
@@ -33,7 +32,12 @@ pub async fn upload_blob(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResu
     let size = bytes.len();
     let store = app.store.clone();
     let mime2 = mime.clone();
-    let cid = blocking(move || Ok(store.put_blob(&did, bytes, &mime2)?)).await?;
+    // Counted as a store write (it takes the store's writer), so no commit
+    // runs inline while it is in flight; it never runs inline itself.
+    let slot = app.commit_slot();
+    let cid = blocking(move || Ok(store.put_blob(&did, bytes, &mime2)?)).await;
+    drop(slot);
+    let cid = cid?;
     let mut s = String::with_capacity(160);
     s.push_str("{\"blob\":{\"$type\":\"blob\",\"ref\":{\"$link\":\"");
     cid.push_str(&mut s);
@@ -47,15 +51,13 @@ pub async fn upload_blob(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResu
 
 /// `com.atproto.repo.listMissingBlobs` (the token's account).
 pub async fn list_missing_blobs(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> {
-    let did = app.tokens.check(&parts.headers, Scope::Access)?.sub;
+    let did = app.access_did(parts)?;
     let p = Params::parse(parts.uri.query())?;
     let limit = p.int("limit", 1, 1000, 500)? as usize;
     let cursor = p.opt_cid("cursor")?;
-    let store = app.store.clone();
     let did2 = did.clone();
     let missing = app
-        .reads
-        .run(move || Ok(store.missing_blobs(&did2, cursor.as_ref(), limit)?))
+        .read(move |store| Ok(store.missing_blobs(&did2, cursor.as_ref(), limit)?))
         .await?;
     let mut s = String::with_capacity(32 + missing.len() * 160);
     s.push_str("{\"blobs\":[");
@@ -66,17 +68,15 @@ pub async fn list_missing_blobs(app: &Arc<App>, parts: &Parts) -> XResult<Respon
         s.push_str("{\"cid\":\"");
         cid.push_str(&mut s);
         s.push_str("\",\"recordUri\":");
-        push_json_str(&format!("at://{did}/{path}"), &mut s);
-        s.push('}');
+        // A DID and a record path (NSID, record key) hold no character
+        // JSON escapes (their syntax): the parts go in as they are.
+        s.push_str("\"at://");
+        s.push_str(&did);
+        s.push('/');
+        s.push_str(path);
+        s.push_str("\"}");
     }
-    s.push(']');
-    if let (true, Some((last, _))) = (missing.len() == limit, missing.last()) {
-        s.push_str(",\"cursor\":\"");
-        last.push_str(&mut s);
-        s.push('"');
-    }
-    s.push('}');
-    Ok(ok(s))
+    Ok(end_page(s, &missing, limit, |(cid, _), s| push_cid(cid, s)))
 }
 
 /// A parsed `Range: bytes=...` header: `(first, last)` inclusive, clamped
@@ -121,10 +121,8 @@ pub async fn get_blob(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> 
         .get(header::RANGE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let store = app.store.clone();
     let found = app
-        .reads
-        .run(move || {
+        .read(move |store| {
             if !head && range.is_none() {
                 // The common case: one lookup for type and bytes.
                 return Ok(store.get_blob(&did, &cid)?.map(|b| {
@@ -179,7 +177,7 @@ pub async fn get_blob(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> 
     if let Some(cr) = content_range {
         h.insert(
             header::CONTENT_RANGE,
-            HeaderValue::try_from(cr).map_err(|e| XrpcError::internal(e.to_string()))?,
+            HeaderValue::try_from(cr).map_err(XrpcError::fault)?,
         );
     }
     if let Some(len) = len {
@@ -203,10 +201,8 @@ pub async fn list_blobs(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>
     let since = p.opt_tid("since")?.map(str::to_owned);
     let limit = p.int("limit", 1, 1000, 500)? as usize;
     let cursor = p.opt_cid("cursor")?;
-    let store = app.store.clone();
     let cids = app
-        .reads
-        .run(move || {
+        .read(move |store| {
             if store.repo_root(&did)?.is_none() {
                 return Err(XrpcError::bad(
                     "RepoNotFound",
@@ -222,18 +218,9 @@ pub async fn list_blobs(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>
         if i > 0 {
             s.push(',');
         }
-        s.push('"');
-        c.push_str(&mut s);
-        s.push('"');
+        push_cid(c, &mut s);
     }
-    s.push(']');
-    if let (true, Some(last)) = (cids.len() == limit, cids.last()) {
-        s.push_str(",\"cursor\":\"");
-        last.push_str(&mut s);
-        s.push('"');
-    }
-    s.push('}');
-    Ok(ok(s))
+    Ok(end_page(s, &cids, limit, push_cid))
 }
 
 #[cfg(test)]

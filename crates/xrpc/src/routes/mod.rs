@@ -41,6 +41,31 @@ pub fn ok(body: impl Into<Bytes>) -> Response<Body> {
     json(StatusCode::OK, body)
 }
 
+/// Ends a page of a list answer whose items array is open in `s`: `]`,
+/// then `,"cursor":<the last item's key, as JSON>` when the page is full
+/// (another may follow), then `}`; answered 200.
+pub fn end_page<T>(
+    mut s: String,
+    page: &[T],
+    limit: usize,
+    key: impl FnOnce(&T, &mut String),
+) -> Response<Body> {
+    s.push(']');
+    if let (true, Some(last)) = (page.len() == limit, page.last()) {
+        s.push_str(",\"cursor\":");
+        key(last, &mut s);
+    }
+    s.push('}');
+    ok(s)
+}
+
+/// A CID as a JSON string.
+pub fn push_cid(cid: &::repo::Cid, s: &mut String) {
+    s.push('"');
+    cid.push_str(s);
+    s.push('"');
+}
+
 /// An error answer.
 pub fn error(e: &XrpcError) -> Response<Body> {
     json(e.status, e.body())

@@ -13,14 +13,13 @@ use hyper::body::Incoming;
 use repo::Cid;
 use repo::cbor::json::push_json_str;
 use serde::Deserialize;
-use store::{CommitInfo, ListOptions, RecordWrite, WriteAction};
+use store::{CommitInfo, ListOptions, RecordWrite, StoreError, WriteAction};
 
-use super::{json_body, ok};
+use super::{end_page, json_body, ok};
 use crate::app::{App, blocking};
-use crate::auth::Scope;
 use crate::error::{XResult, XrpcError};
 use crate::net::Body;
-use crate::params::{Params, at_identifier, parse_cid};
+use crate::params::{Id, Params, at_identifier, parse_cid};
 
 const MAX_WRITES: usize = 200;
 
@@ -69,14 +68,17 @@ struct ApplyInput {
     swap_commit: Option<String>,
 }
 
-/// The token's account, which must be the `repo` named (403 otherwise).
-fn authorize(app: &App, parts: &Parts) -> XResult<String> {
-    Ok(app.tokens.check(&parts.headers, Scope::Access)?.sub)
-}
-
+/// Whether `repo` names the account `did`, compared in place (a write
+/// makes no copy of either).
 fn same_repo(app: &App, did: &str, repo: &str) -> XResult<()> {
-    let target = app.repo_did(&at_identifier("repo", repo)?, "InvalidRequest")?;
-    if target != did {
+    let mine = match at_identifier("repo", repo)? {
+        Id::Did(d) => d == did,
+        Id::Handle(h) => match app.accounts.by_handle(h) {
+            Some(a) => a.did == did,
+            None => return Err(XrpcError::invalid(format!("Could not find repo: {h}"))),
+        },
+    };
+    if !mine {
         return Err(XrpcError::new(
             StatusCode::FORBIDDEN,
             "Forbidden",
@@ -86,12 +88,11 @@ fn same_repo(app: &App, did: &str, repo: &str) -> XResult<()> {
     Ok(())
 }
 
-/// A record as DAG-CBOR, from its JSON.
-fn record_cbor(v: &serde_json::Value) -> XResult<Vec<u8>> {
-    if !v.is_object() {
-        return Err(XrpcError::invalid("record must be an object"));
-    }
-    let value = repo::cbor::json::from_json_value(v)
+/// A record as DAG-CBOR, from its JSON (moved, not copied: its strings
+/// become the record's). A record that is not an object is refused by the
+/// conversion ("top level must be an object").
+fn record_cbor(v: serde_json::Value) -> XResult<Vec<u8>> {
+    let value = repo::cbor::json::from_json_value_owned(v)
         .map_err(|e| XrpcError::invalid(format!("record: {e}")))?;
     Ok(repo::cbor::to_vec(&value))
 }
@@ -128,26 +129,31 @@ fn write_answer(info: &CommitInfo) -> XResult<String> {
     Ok(s)
 }
 
+/// Commits `writes`. The outer error is the server's (a worker that
+/// failed), the inner one the store's, still typed so that a caller can
+/// tell its refusals apart (`delete_record`).
 async fn commit(
     app: &Arc<App>,
     did: String,
     writes: Vec<RecordWrite>,
     swap: Option<Cid>,
-) -> XResult<CommitInfo> {
+) -> XResult<Result<CommitInfo, StoreError>> {
     let slot = app.commit_slot();
-    let done = if slot.inline {
+    let result = if slot.inline {
         // The only commit in flight: run it here, without the two thread
         // wakes of a blocking-pool hop.
-        app.store.apply_writes_framed(&did, writes, swap)?
+        app.store.apply_writes_framed(&did, writes, swap)
     } else {
         let store = app.store.clone();
-        blocking(move || Ok(store.apply_writes_framed(&did, writes, swap)?)).await?
+        blocking(move || Ok(store.apply_writes_framed(&did, writes, swap))).await?
     };
     drop(slot);
-    // The firehose publishes the frame the writer built and stored.
-    app.hub
-        .committed_frame(done.info.seq, bytes::Bytes::from(done.frame));
-    Ok(done.info)
+    Ok(result.map(|done| {
+        // The firehose publishes the frame the writer built and stored.
+        app.hub
+            .committed_frame(done.info.seq, bytes::Bytes::from(done.frame));
+        done.info
+    }))
 }
 
 /// `com.atproto.repo.createRecord`.
@@ -156,22 +162,22 @@ pub async fn create_record(
     parts: &Parts,
     body: Incoming,
 ) -> XResult<Response<Body>> {
-    let did = authorize(app, parts)?;
+    let did = app.access_did(parts)?;
     let input: CreateInput = json_body(app, parts, body).await?;
     same_repo(app, &did, &input.repo)?;
-    let record = record_cbor(&input.record)?;
+    let record = record_cbor(input.record)?;
     let swap = opt_cid("swapCommit", input.swap_commit.as_deref())?;
     let write = RecordWrite::create(&input.collection, input.rkey.as_deref(), record);
-    let info = commit(app, did, vec![write], swap).await?;
+    let info = commit(app, did, vec![write], swap).await??;
     Ok(ok(write_answer(&info)?))
 }
 
 /// `com.atproto.repo.putRecord`.
 pub async fn put_record(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResult<Response<Body>> {
-    let did = authorize(app, parts)?;
+    let did = app.access_did(parts)?;
     let input: PutInput = json_body(app, parts, body).await?;
     same_repo(app, &did, &input.repo)?;
-    let record = record_cbor(&input.record)?;
+    let record = record_cbor(input.record)?;
     let swap = opt_cid("swapCommit", input.swap_commit.as_deref())?;
     let mut write = RecordWrite::update(&input.collection, &input.rkey, record);
     write.swap_record = match input.swap_record {
@@ -179,7 +185,7 @@ pub async fn put_record(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResul
         Some(None) => Some(None),
         Some(Some(c)) => Some(Some(parse_cid("swapRecord", &c)?)),
     };
-    let info = commit(app, did, vec![write], swap).await?;
+    let info = commit(app, did, vec![write], swap).await??;
     Ok(ok(write_answer(&info)?))
 }
 
@@ -190,14 +196,14 @@ pub async fn delete_record(
     parts: &Parts,
     body: Incoming,
 ) -> XResult<Response<Body>> {
-    let did = authorize(app, parts)?;
+    let did = app.access_did(parts)?;
     let input: DeleteInput = json_body(app, parts, body).await?;
     same_repo(app, &did, &input.repo)?;
     let swap = opt_cid("swapCommit", input.swap_commit.as_deref())?;
     let mut write = RecordWrite::delete(&input.collection, &input.rkey);
     write.swap_record = opt_cid("swapRecord", input.swap_record.as_deref())?.map(Some);
     let no_swap = write.swap_record.is_none() && swap.is_none();
-    match commit(app, did, vec![write], swap).await {
+    match commit(app, did, vec![write], swap).await? {
         Ok(info) => {
             let mut s = String::with_capacity(128);
             s.push('{');
@@ -205,8 +211,8 @@ pub async fn delete_record(
             s.push('}');
             Ok(ok(s))
         }
-        Err(e) if no_swap && e.error == "RecordNotFound" => Ok(ok("{}")),
-        Err(e) => Err(e),
+        Err(StoreError::RecordNotFound(_)) if no_swap => Ok(ok("{}")),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -216,13 +222,16 @@ fn field<'v>(w: &'v serde_json::Value, name: &str, i: usize) -> XResult<&'v str>
         .ok_or_else(|| XrpcError::invalid(format!("writes/{i} must have the property \"{name}\"")))
 }
 
-/// One `applyWrites` write from its JSON union member.
-fn parse_write(w: &serde_json::Value, i: usize) -> XResult<RecordWrite> {
+/// One `applyWrites` write from its JSON union member (its record moved
+/// out of it).
+fn parse_write(mut w: serde_json::Value, i: usize) -> XResult<RecordWrite> {
+    let record = w.get_mut("value").map(serde_json::Value::take);
+    let w = &w;
     let t = field(w, "$type", i)?;
     let kind = t.strip_prefix("com.atproto.repo.applyWrites").unwrap_or("");
     let collection = field(w, "collection", i)?;
     let value = || -> XResult<Vec<u8>> {
-        record_cbor(w.get("value").ok_or_else(|| {
+        record_cbor(record.ok_or_else(|| {
             XrpcError::invalid(format!("writes/{i} must have the property \"value\""))
         })?)
     };
@@ -247,7 +256,7 @@ pub async fn apply_writes(
     parts: &Parts,
     body: Incoming,
 ) -> XResult<Response<Body>> {
-    let did = authorize(app, parts)?;
+    let did = app.access_did(parts)?;
     let input: ApplyInput = json_body(app, parts, body).await?;
     same_repo(app, &did, &input.repo)?;
     if input.writes.len() > MAX_WRITES {
@@ -257,13 +266,13 @@ pub async fn apply_writes(
     }
     let writes = input
         .writes
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(i, w)| parse_write(w, i))
         .collect::<XResult<Vec<_>>>()?;
     let actions: Vec<WriteAction> = writes.iter().map(|w| w.action).collect();
     let swap = opt_cid("swapCommit", input.swap_commit.as_deref())?;
-    let info = commit(app, did, writes, swap).await?;
+    let info = commit(app, did, writes, swap).await??;
     let mut s = String::with_capacity(128 + 160 * actions.len());
     s.push('{');
     push_commit(&mut s, &info);
@@ -300,10 +309,8 @@ pub async fn get_record(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>
     let collection = p.nsid("collection")?.to_owned();
     let rkey = p.rkey("rkey")?.to_owned();
     let want = p.opt_cid("cid")?;
-    let store = app.store.clone();
     let view = app
-        .reads
-        .run(move || Ok(store.get_record(&did, &collection, &rkey)?))
+        .read(move |store| Ok(store.get_record(&did, &collection, &rkey)?))
         .await?;
     match view {
         Some(v) if want.is_none_or(|c| c == v.cid) => Ok(ok(v.json)),
@@ -319,10 +326,8 @@ pub async fn list_records(app: &Arc<App>, parts: &Parts) -> XResult<Response<Bod
     let limit = p.int("limit", 1, 100, 50)? as usize;
     let cursor = p.opt_rkey("cursor")?.map(str::to_owned);
     let reverse = p.bool("reverse")?;
-    let store = app.store.clone();
     let records = app
-        .reads
-        .run(move || {
+        .read(move |store| {
             let opts = ListOptions {
                 limit,
                 cursor: cursor.as_deref(),
@@ -339,13 +344,9 @@ pub async fn list_records(app: &Arc<App>, parts: &Parts) -> XResult<Response<Bod
         }
         s.push_str(&r.json);
     }
-    s.push(']');
-    if let (true, Some(last)) = (records.len() == limit, records.last()) {
-        s.push_str(",\"cursor\":");
-        push_json_str(&last.rkey, &mut s);
-    }
-    s.push('}');
-    Ok(ok(s))
+    Ok(end_page(s, &records, limit, |r, s| {
+        push_json_str(&r.rkey, s)
+    }))
 }
 
 /// `com.atproto.repo.describeRepo`.
@@ -355,16 +356,15 @@ pub async fn describe_repo(app: &Arc<App>, parts: &Parts) -> XResult<Response<Bo
     let account = app
         .account(&id)
         .ok_or_else(|| XrpcError::bad("RepoNotFound", "Could not find repo"))?;
-    let store = app.store.clone();
     let did = account.did.clone();
-    let collections = app.reads.run(move || Ok(store.collections(&did)?)).await?;
+    let collections = app.read(move |store| Ok(store.collections(&did)?)).await?;
     let mut s = String::with_capacity(768);
     s.push_str("{\"handle\":");
     push_json_str(&account.handle, &mut s);
     s.push_str(",\"did\":");
     push_json_str(&account.did, &mut s);
     s.push_str(",\"didDoc\":");
-    s.push_str(&super::server::did_doc(app, &account));
+    s.push_str(&account.did_doc);
     s.push_str(",\"collections\":[");
     for (i, c) in collections.iter().enumerate() {
         if i > 0 {

@@ -47,30 +47,8 @@ struct CreateSessionInput {
     password: String,
 }
 
-/// The DID document of `a`, as JSON text.
-pub(crate) fn did_doc(app: &App, a: &Account) -> String {
-    let mut s = String::with_capacity(512);
-    s.push_str(
-        "{\"@context\":[\"https://www.w3.org/ns/did/v1\",\"https://w3id.org/security/multikey/v1\",\
-         \"https://w3id.org/security/suites/secp256k1-2019/v1\"],\"id\":",
-    );
-    push_json_str(&a.did, &mut s);
-    s.push_str(",\"alsoKnownAs\":[\"at://");
-    s.push_str(&a.handle);
-    s.push_str("\"],\"verificationMethod\":[{\"id\":");
-    push_json_str(&format!("{}#atproto", a.did), &mut s);
-    s.push_str(",\"type\":\"Multikey\",\"controller\":");
-    push_json_str(&a.did, &mut s);
-    s.push_str(",\"publicKeyMultibase\":");
-    push_json_str(a.key.strip_prefix("did:key:").unwrap_or(&a.key), &mut s);
-    s.push_str("}],\"service\":[{\"id\":\"#atproto_pds\",\"type\":\"AtprotoPersonalDataServer\",\"serviceEndpoint\":");
-    push_json_str(&app.public_url, &mut s);
-    s.push_str("}]}");
-    s
-}
-
 /// `{accessJwt?, refreshJwt?, handle, did, didDoc, email?, ...}`.
-fn session_json(app: &App, a: &Account, tokens: Option<(&str, &str)>) -> String {
+fn session_json(a: &Account, tokens: Option<(&str, &str)>) -> String {
     let mut s = String::with_capacity(1024);
     s.push('{');
     if let Some((access, refresh)) = tokens {
@@ -85,7 +63,7 @@ fn session_json(app: &App, a: &Account, tokens: Option<(&str, &str)>) -> String 
     s.push_str(",\"did\":");
     push_json_str(&a.did, &mut s);
     s.push_str(",\"didDoc\":");
-    s.push_str(&did_doc(app, a));
+    s.push_str(&a.did_doc);
     if let Some(e) = &a.email {
         s.push_str(",\"email\":");
         push_json_str(e, &mut s);
@@ -98,7 +76,7 @@ fn session_json(app: &App, a: &Account, tokens: Option<(&str, &str)>) -> String 
 /// A new token pair for `a`; the refresh token's id is recorded.
 async fn issue(app: &Arc<App>, a: &Account) -> XResult<(String, String)> {
     let mut jti = [0u8; 16];
-    getrandom::fill(&mut jti).map_err(|e| XrpcError::internal(e.to_string()))?;
+    getrandom::fill(&mut jti).map_err(XrpcError::fault)?;
     let jti = data_encoding::BASE64URL_NOPAD.encode(&jti);
     let access = app
         .tokens
@@ -110,7 +88,7 @@ async fn issue(app: &Arc<App>, a: &Account) -> XResult<(String, String)> {
     blocking(move || {
         app2.accounts
             .add_refresh(&jti, &did, exp)
-            .map_err(|e| XrpcError::internal(e.to_string()))
+            .map_err(XrpcError::fault)
     })
     .await?;
     Ok((access, refresh))
@@ -165,18 +143,20 @@ pub async fn create_account(
     let key = new_key().map_err(XrpcError::internal)?;
     let genesis = plc::genesis(&app.rotation, &key, &handle, &app.public_url);
     let log_n = app.config.scrypt_log_n;
-    let _kdf = app.kdf_slot().await?;
-    let hash = blocking(move || {
-        password::hash(&pass, log_n).map_err(|e| XrpcError::internal(e.to_string()))
-    })
-    .await?;
-    let account = Account {
-        did: genesis.did.clone(),
-        handle: handle.clone(),
+    // The permit bounds the hashes' memory only: it goes as soon as the
+    // hash is made, not held across the PLC submission and the writes.
+    let kdf = app.kdf_slot().await?;
+    let hash = blocking(move || password::hash(&pass, log_n).map_err(XrpcError::fault)).await;
+    drop(kdf);
+    let hash = hash?;
+    let account = Account::new(
+        genesis.did.clone(),
+        handle.clone(),
         email,
-        password: hash,
-        key: key.public_key().to_did_key(),
-    };
+        hash,
+        key.public_key().to_did_key(),
+        &app.public_url,
+    );
     let app2 = app.clone();
     let account = blocking(move || match app2.accounts.reserve(account) {
         Ok(a) => Ok(a),
@@ -184,7 +164,7 @@ pub async fn create_account(
             "HandleNotAvailable",
             "Handle or email already taken",
         )),
-        Err(e) => Err(XrpcError::internal(e.to_string())),
+        Err(e) => Err(XrpcError::fault(e)),
     })
     .await?;
     let created = async {
@@ -194,6 +174,9 @@ pub async fn create_account(
             })?;
         }
         let (app2, did) = (app.clone(), account.did.clone());
+        // Store writes: counted so that no commit runs inline meanwhile
+        // (`App::commit_slot`); never inline themselves.
+        let _slot = app.commit_slot();
         blocking(move || {
             app2.store.create_account(&did, &key)?;
             Ok(app2.store.update_identity(&did, Some(&handle))?)
@@ -205,18 +188,13 @@ pub async fn create_account(
         Ok(seq) => seq,
         Err(e) => {
             let (app2, did) = (app.clone(), account.did.clone());
-            let _ = blocking(move || {
-                app2.accounts
-                    .remove(&did)
-                    .map_err(|e| XrpcError::internal(e.to_string()))
-            })
-            .await;
+            let _ = blocking(move || app2.accounts.remove(&did).map_err(XrpcError::fault)).await;
             return Err(e);
         }
     };
     app.hub.committed(seq);
     let (access, refresh) = issue(app, &account).await?;
-    Ok(ok(session_json(app, &account, Some((&access, &refresh)))))
+    Ok(ok(session_json(&account, Some((&access, &refresh)))))
 }
 
 /// `com.atproto.server.createSession`.
@@ -226,26 +204,25 @@ pub async fn create_session(
     body: Incoming,
 ) -> XResult<Response<Body>> {
     let input: CreateSessionInput = json_body(app, parts, body).await?;
-    let denied = || {
-        XrpcError::new(
-            StatusCode::UNAUTHORIZED,
-            "AuthenticationRequired",
-            "Invalid identifier or password",
-        )
-    };
     let id = input.identifier.trim().to_ascii_lowercase();
-    let account = app.accounts.by_identifier(&id).ok_or_else(denied)?;
+    let account = app
+        .accounts
+        .by_identifier(&id)
+        .ok_or_else(XrpcError::login_refused)?;
     let stored = account.password.clone();
-    let _kdf = app.kdf_slot().await?;
-    let good = blocking(move || {
-        password::verify(&input.password, &stored).map_err(|e| XrpcError::internal(e.to_string()))
-    })
-    .await?;
+    let kdf = app.kdf_slot().await?;
+    let good =
+        blocking(move || password::verify(&input.password, &stored).map_err(XrpcError::fault))
+            .await;
+    // Released before the refresh token's insert: the permit bounds the
+    // hashes' memory, not the account file's writes.
+    drop(kdf);
+    let good = good?;
     if !good {
-        return Err(denied());
+        return Err(XrpcError::login_refused());
     }
     let (access, refresh) = issue(app, &account).await?;
-    Ok(ok(session_json(app, &account, Some((&access, &refresh)))))
+    Ok(ok(session_json(&account, Some((&access, &refresh)))))
 }
 
 fn session_account(
@@ -264,7 +241,7 @@ fn session_account(
 /// `com.atproto.server.getSession`.
 pub fn get_session(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> {
     let (account, _) = session_account(app, parts, Scope::Access)?;
-    Ok(ok(session_json(app, &account, None)))
+    Ok(ok(session_json(&account, None)))
 }
 
 /// Takes the refresh token of the request out of the live set.
@@ -274,7 +251,7 @@ async fn revoke(app: &Arc<App>, claims: crate::auth::Claims) -> XResult<()> {
         let jti = claims.jti.unwrap_or_default();
         app2.accounts
             .take_refresh(&jti, &claims.sub)
-            .map_err(|e| XrpcError::internal(e.to_string()))
+            .map_err(XrpcError::fault)
     })
     .await?;
     if live {
@@ -289,7 +266,7 @@ pub async fn refresh_session(app: &Arc<App>, parts: &Parts) -> XResult<Response<
     let (account, claims) = session_account(app, parts, Scope::Refresh)?;
     revoke(app, claims).await?;
     let (access, refresh) = issue(app, &account).await?;
-    Ok(ok(session_json(app, &account, Some((&access, &refresh)))))
+    Ok(ok(session_json(&account, Some((&access, &refresh)))))
 }
 
 /// `com.atproto.server.deleteSession`.

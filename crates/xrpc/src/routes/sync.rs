@@ -14,7 +14,7 @@ use repo::car::write_car_vec;
 use repo::cbor::json::push_json_str;
 use tokio::sync::mpsc;
 
-use super::ok;
+use super::{end_page, ok};
 use crate::app::App;
 use crate::error::{XResult, XrpcError};
 use crate::net::Body;
@@ -70,11 +70,9 @@ pub async fn get_repo(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> 
     let p = Params::parse(parts.uri.query())?;
     let did = p.did("did")?.to_owned();
     let since = p.opt_tid("since")?.map(str::to_owned);
-    let store = app.store.clone();
     let did2 = did.clone();
     if app
-        .reads
-        .run(move || Ok(store.repo_root(&did2)?))
+        .read(move |store| Ok(store.repo_root(&did2)?))
         .await?
         .is_none()
     {
@@ -131,10 +129,8 @@ pub async fn get_record(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>
     let did = p.did("did")?.to_owned();
     let collection = p.nsid("collection")?.to_owned();
     let rkey = p.rkey("rkey")?.to_owned();
-    let store = app.store.clone();
     let car = app
-        .reads
-        .run(move || proof_car(&store, &did, &collection, &rkey))
+        .read(move |store| proof_car(store, &did, &collection, &rkey))
         .await?;
     let car = car.ok_or_else(|| XrpcError::bad("RecordNotFound", "Could not locate record"))?;
     let mut r = Response::new(Body::Full(Some(Bytes::from(car))));
@@ -146,11 +142,9 @@ pub async fn get_record(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>
 pub async fn get_latest_commit(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> {
     let p = Params::parse(parts.uri.query())?;
     let did = p.did("did")?.to_owned();
-    let store = app.store.clone();
     let did2 = did.clone();
     let root = app
-        .reads
-        .run(move || Ok(store.repo_root(&did2)?))
+        .read(move |store| Ok(store.repo_root(&did2)?))
         .await?
         .ok_or_else(|| repo_not_found(&did))?;
     let mut s = String::with_capacity(96);
@@ -178,11 +172,9 @@ fn push_status(s: &mut String, state: &store::AccountState) {
 pub async fn get_repo_status(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> {
     let p = Params::parse(parts.uri.query())?;
     let did = p.did("did")?.to_owned();
-    let store = app.store.clone();
     let did2 = did.clone();
     let (state, root) = app
-        .reads
-        .run(move || Ok((store.account_state(&did2)?, store.repo_root(&did2)?)))
+        .read(move |store| Ok((store.account_state(&did2)?, store.repo_root(&did2)?)))
         .await?;
     let (Some(state), Some(root)) = (state, root) else {
         return Err(repo_not_found(&did));
@@ -210,10 +202,8 @@ pub async fn list_repos(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>
         None | Some("") => None,
         Some(_) => Some(p.did("cursor")?.to_owned()),
     };
-    let store = app.store.clone();
     let page = app
-        .reads
-        .run(move || Ok(store.list_repos(cursor.as_deref(), limit)?))
+        .read(move |store| Ok(store.list_repos(cursor.as_deref(), limit)?))
         .await?;
     let mut s = String::with_capacity(32 + page.len() * 200);
     s.push_str("{\"repos\":[");
@@ -231,11 +221,7 @@ pub async fn list_repos(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>
         push_status(&mut s, state);
         s.push('}');
     }
-    s.push(']');
-    if let (true, Some((last, _, _))) = (page.len() == limit, page.last()) {
-        s.push_str(",\"cursor\":");
-        push_json_str(last, &mut s);
-    }
-    s.push('}');
-    Ok(ok(s))
+    Ok(end_page(s, &page, limit, |(did, _, _), s| {
+        push_json_str(did, s)
+    }))
 }
