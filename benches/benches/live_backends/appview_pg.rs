@@ -10,8 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use appview::{
-    Flow, FlowRun, FlowRunState, Mutation, Page, Pattern, Query, RUN_COLUMNS, RunWithState,
-    StateType, Uuid,
+    Flow, FlowRun, FlowRunState, Mutation, Page, Pattern, Query, RunWithState, StateType, Uuid,
 };
 use benches::target::BenchTarget;
 use criterion::Throughput;
@@ -85,11 +84,11 @@ const UPDATE_RUN: &str = "UPDATE flow_run SET state_id = $2, state_type = $3, st
 const INSERT_STATE: &str = "INSERT INTO flow_run_state (id, created, updated, type, timestamp, name, message, flow_run_id) \
      VALUES ($1, $2, $2, $3, $2, $4, $5, $6)";
 
-fn insert_run_sql() -> String {
-    format!(
-        "INSERT INTO flow_run ({RUN_COLUMNS}) VALUES \
-         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
-    )
+/// A statement of the SQLite baseline in PostgreSQL's placeholders
+/// (`?N` -> `$N`; none of the shared statements holds another `?`),
+/// converted once, when it is prepared.
+fn pg(sqlite: &str) -> String {
+    sqlite.replace('?', "$")
 }
 
 /// One tier's database and statements.
@@ -176,15 +175,7 @@ fn run_of(row: &Row) -> FlowRun {
 fn read_sql(pattern: Pattern) -> String {
     let q = Query::new(pattern, Uuid(0), 0);
     match pattern {
-        Pattern::PointLookup => format!(
-            "SELECT {cols}, s.id, s.type, s.name, s.timestamp, s.message \
-             FROM flow_run r LEFT JOIN flow_run_state s ON s.id = r.state_id WHERE r.id = $1",
-            cols = RUN_COLUMNS
-                .split(", ")
-                .map(|c| format!("r.{c}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        Pattern::PointLookup => pg(appview::point_lookup_sql()),
         Pattern::CountCompleted => {
             "SELECT count(*) FROM flow_run WHERE state_type = 'COMPLETED'".to_owned()
         }
@@ -192,10 +183,7 @@ fn read_sql(pattern: Pattern) -> String {
             "SELECT id, name, tags, created, updated FROM flow ORDER BY name COLLATE \"C\" LIMIT {}",
             appview::FLOW_LIMIT
         ),
-        _ => appview::list_sql(&q)
-            .expect("list pattern")
-            .replace("?1", "$1")
-            .replace("?2", "$2"),
+        _ => pg(appview::list_sql(&q).expect("list pattern")),
     }
 }
 
@@ -276,7 +264,7 @@ struct Writes {
 async fn prepare_writes(c: &Client) -> Result<Writes, tokio_postgres::Error> {
     Ok(Writes {
         flow: c.prepare(INSERT_FLOW).await?,
-        run: c.prepare(&insert_run_sql()).await?,
+        run: c.prepare(&pg(appview::insert_run_sql())).await?,
         state: c.prepare(INSERT_STATE).await?,
         update: c.prepare(UPDATE_RUN).await?,
     })

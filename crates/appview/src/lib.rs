@@ -61,8 +61,9 @@ pub use query::{
 pub use rebuild::{index_car, rebuild};
 pub use record::{decode as decode_record, encode as encode_record};
 pub use sqlite::{
-    INDEX_NAMES, INDEXES, PRAGMAS, RUN_COLUMNS, SqliteBaseline, TABLES, list_sql, params_from_json,
-    params_json, run_from_row, tags_from_json, tags_json, window,
+    INDEX_NAMES, INDEXES, PRAGMAS, RUN_COLUMNS, SqliteBaseline, TABLES, flow_list_sql,
+    insert_run_sql, list_sql, params_from_json, params_json, point_lookup_sql, run_from_row,
+    tags_from_json, tags_json, window,
 };
 pub use uuid::Uuid;
 
