@@ -3,7 +3,9 @@
 use std::path::Path;
 use std::sync::{Mutex, RwLock};
 
-use appview::{AppView, Index, Pattern, Query, ReadBackend, SqliteBaseline, Uuid, bulk};
+use appview::{
+    AppView, Index, Mutation, Pattern, Query, ReadBackend, SqliteBaseline, Uuid, bulk,
+};
 use datagen::appview::Workload;
 
 /// The index behind a read lock, as the live appview holds it.
@@ -46,6 +48,9 @@ pub struct Fixtures {
     pub large: Tier,
     /// The 300-run tier's appview (its store and live index).
     pub app: AppView,
+    /// The 300-run tier's planned mutations, in order (the SQL streams'
+    /// transactions and the breakdown's records: planned once, here).
+    pub mutations: Vec<Mutation>,
 }
 
 pub const CALLERS: usize = 10;
@@ -144,5 +149,10 @@ pub fn build(dir: &Path) -> Fixtures {
         small.workload.ops.len(),
         large.workload.ops.len()
     );
-    Fixtures { small, large, app }
+    Fixtures {
+        small,
+        large,
+        app,
+        mutations,
+    }
 }

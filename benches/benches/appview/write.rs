@@ -33,7 +33,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use appview::{AppView, Index, Input, Mutation, SqliteBaseline, bulk, encode_record, plan};
+use appview::{AppView, Index, Input, Mutation, SqliteBaseline, encode_record, plan};
 use benches::target::BenchTarget;
 use criterion::Throughput;
 use repo::Cid;
@@ -296,7 +296,8 @@ fn breakdown(fx: &Fixtures, dir: &Path, atproto: Best, store_only: Best, sqlite:
 
 pub fn run(target: &mut BenchTarget, fx: &Fixtures, dir: &Path) {
     let ops = &fx.small.workload.ops;
-    let (reference, mutations) = bulk::load(&fx.small.workload).expect("plan");
+    let mutations = &fx.mutations;
+    let reference = fx.app.index().clone();
     let mut g = target.group("appview.seed_write");
     g.throughput(Throughput::Elements(ops.len() as u64));
     g.criterion().sample_size(10);
@@ -338,7 +339,7 @@ pub fn run(target: &mut BenchTarget, fx: &Fixtures, dir: &Path) {
                 let (e, cpu) = (t.elapsed(), process_cpu().saturating_sub(cpu));
                 timed += e;
                 store_only.note(e, cpu);
-                check_store_only(&s, &mutations);
+                check_store_only(&s, mutations);
                 drop(s);
                 let _ = std::fs::remove_dir_all(&d);
             }
@@ -354,7 +355,7 @@ pub fn run(target: &mut BenchTarget, fx: &Fixtures, dir: &Path) {
                 std::fs::create_dir_all(&d).expect("dir");
                 let mut sql = SqliteBaseline::open(&d.join("b.sqlite")).expect("open");
                 let (t, cpu) = (Instant::now(), process_cpu());
-                for m in &mutations {
+                for m in mutations {
                     sql.apply(m).expect("write");
                 }
                 let (e, cpu) = (t.elapsed(), process_cpu().saturating_sub(cpu));
@@ -375,5 +376,4 @@ pub fn run(target: &mut BenchTarget, fx: &Fixtures, dir: &Path) {
     if atproto.seen() && store_only.seen() && sqlite.seen() {
         breakdown(fx, dir, atproto, store_only, sqlite);
     }
-    drop(mutations);
 }
