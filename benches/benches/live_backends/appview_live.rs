@@ -5,62 +5,46 @@
 //! Prefect's schema and indexes in a database of its own, Redis sets and
 //! sorted sets under a key prefix of its own, both dropped at the end.
 
-use appview::{Index, Mutation, Page, Pattern, Query, Uuid, bulk};
-use benches::inputs::Sampler;
+use appview::{Index, Mutation, Page, Pattern, Query, bulk};
 use benches::target::BenchTarget;
-use datagen::appview::Workload;
 
 use crate::appview_groups::group;
+use crate::appview_lookups::Lookups;
 
 /// One tier.
 pub struct Tier {
     pub name: &'static str,
-    pub workload: Workload,
     pub index: Index,
     pub mutations: Vec<Mutation>,
-    pub lookups: Vec<Uuid>,
+    pub lookups: Lookups,
 }
 
 impl Tier {
     fn new(name: &'static str, runs: usize) -> Tier {
         let workload = datagen::appview::workload(runs);
         let (index, mutations) = bulk::load(&workload).expect("plan the workload");
-        let mut ids: Vec<Uuid> = index.runs().map(|r| r.id).collect();
-        ids.sort();
-        let mut s = Sampler(0x6170_7076);
-        let lookups = (0..1024).map(|_| ids[s.next(ids.len())]).collect();
+        let lookups = Lookups::new(&index, workload.now_us);
         Tier {
             name,
-            workload,
             index,
             mutations,
             lookups,
         }
     }
 
-    /// The query of `pattern` for lookup `i`.
+    /// The query of `pattern` for iteration `i`.
     pub fn query(&self, pattern: Pattern, i: usize) -> Query {
-        Query::new(
-            pattern,
-            self.lookups[i % self.lookups.len()],
-            self.workload.now_us,
-        )
+        self.lookups.query(pattern, i)
     }
 
-    /// Outside the timing: `backend`'s page of every pattern equals the
-    /// index's, on a few lookups.
-    pub fn check(&self, backend: &str, mut read: impl FnMut(&Query) -> Page) {
-        for pattern in Pattern::ALL {
-            for i in 0..4 {
-                let q = self.query(pattern, i);
-                assert_eq!(
-                    read(&q),
-                    self.index.read(&q),
-                    "{backend} tier {}: {q:?}",
-                    self.name
-                );
-            }
-        }
+    /// Outside the timing: `backend`'s page of every query the rows send
+    /// equals the index's.
+    pub fn check(&self, backend: &str, read: impl FnMut(&Query) -> Page) {
+        self.lookups.check(
+            &format!("{backend} tier {}", self.name),
+            |q| self.index.read(q),
+            read,
+        );
     }
 }
 

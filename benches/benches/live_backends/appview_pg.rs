@@ -211,7 +211,7 @@ pub async fn read(t: &TierDb, q: &Query) -> Page {
                 let state = row.get::<_, Option<&str>>(17).map(|sid| {
                     Arc::new(FlowRunState {
                         id: Uuid::parse(sid).expect("state id"),
-                        run_id: run.id,
+                        run_id: uuid(row, 22),
                         state_type: StateType::parse(row.get::<_, &str>(18)).expect("type"),
                         name: row.get(19),
                         timestamp: row.get(20),

@@ -17,6 +17,8 @@ use benches::target::{BenchTarget, Budget};
 
 #[path = "../appview/groups.rs"]
 mod appview_groups;
+#[path = "../appview/lookups.rs"]
+mod appview_lookups;
 mod appview_live;
 mod appview_pg;
 mod appview_redis;

@@ -132,7 +132,7 @@ static SQL: LazyLock<Statements> = LazyLock::new(|| {
         .join(", ");
     Statements {
         point_lookup: format!(
-            "SELECT {r_cols}, s.id, s.type, s.name, s.timestamp, s.message \
+            "SELECT {r_cols}, s.id, s.type, s.name, s.timestamp, s.message, s.flow_run_id \
              FROM flow_run r LEFT JOIN flow_run_state s ON s.id = r.state_id WHERE r.id = ?1"
         ),
         flow_list: format!(
@@ -487,7 +487,7 @@ fn point_row(row: &Row<'_>) -> Result<RunWithState> {
         None => None,
         Some(id) => Some(Arc::new(FlowRunState {
             id: Uuid::parse(id)?,
-            run_id: run.id,
+            run_id: uuid_col(row, 22)?,
             state_type: StateType::parse(row.get_ref(18)?.as_str()?)?,
             name: row.get(19)?,
             timestamp: row.get(20)?,
