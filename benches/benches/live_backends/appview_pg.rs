@@ -1,6 +1,7 @@
 //! The PostgreSQL baseline of the appview: Prefect's tables and indexes
-//! (PostgreSQL dialect: ids `text COLLATE "C"` so "id descending" is the
-//! byte order every backend uses, times `bigint` µs, tags and parameters
+//! (PostgreSQL dialect: ids and flow names `text COLLATE "C"` so "id
+//! descending" and "name ascending" are the byte order every backend uses
+//! and `uq_flow__name` serves `flow_list`, times `bigint` µs, tags and parameters
 //! `jsonb`), one database per tier (`atbench_appview_<pid>_<tier>`,
 //! created and dropped), read through tokio-postgres with prepared
 //! statements; the same SQL as the SQLite baseline (`appview::list_sql`).
@@ -25,7 +26,7 @@ CREATE TABLE flow (
     id text COLLATE "C" PRIMARY KEY,
     created bigint NOT NULL,
     updated bigint NOT NULL,
-    name text NOT NULL,
+    name text COLLATE "C" NOT NULL,
     tags jsonb NOT NULL DEFAULT '[]'
 );
 CREATE TABLE flow_run (
@@ -179,10 +180,7 @@ fn read_sql(pattern: Pattern) -> String {
         Pattern::CountCompleted => {
             "SELECT count(*) FROM flow_run WHERE state_type = 'COMPLETED'".to_owned()
         }
-        Pattern::FlowList => format!(
-            "SELECT id, name, tags, created, updated FROM flow ORDER BY name COLLATE \"C\" LIMIT {}",
-            appview::FLOW_LIMIT
-        ),
+        Pattern::FlowList => appview::flow_list_sql().to_owned(),
         _ => pg(appview::list_sql(&q).expect("list pattern")),
     }
 }
