@@ -11,7 +11,9 @@
 //!
 //! How it is fed: [`Index::apply_commit`] takes a `#commit` frame as the
 //! store sequences it, decodes the records of its ops from the commit's
-//! CAR blocks (each record block's hash checked) and applies each through
+//! CAR blocks (the CAR parsed without hashing its blocks; each record
+//! block an op names hashed against its CID, the commit and MST proof
+//! blocks neither hashed nor read) and applies each through
 //! [`Index::apply_record`]: a run is taken out of the sets its previous
 //! version was in and put into those of the new one (rescored). Bulk
 //! loads (the 10^5-run tier) call `apply_record` directly with the same
