@@ -47,9 +47,10 @@ enum Backend {
 enum Command {
     /// Writes the seeded workload (seed 1337) into an empty directory.
     Seed {
-        /// Flow runs (the reference's scale is 300).
-        #[arg(long, default_value_t = 300)]
-        runs: usize,
+        /// Flow runs (the reference's scale is 300; at most 10^7).
+        #[arg(long, default_value_t = 300,
+              value_parser = clap::value_parser!(u64).range(1..=datagen::appview::MAX_RUNS as u64))]
+        runs: u64,
         /// The directory (created; must not hold an appview yet).
         #[arg(long, value_name = "DIR")]
         db: PathBuf,
@@ -74,7 +75,9 @@ enum Command {
     },
 }
 
-fn seed(runs: usize, dir: &std::path::Path) -> Result<()> {
+fn seed(runs: u64, dir: &std::path::Path) -> Result<()> {
+    // In range (clap checked it against MAX_RUNS), so it fits a usize.
+    let runs = usize::try_from(runs).unwrap_or(datagen::appview::MAX_RUNS);
     if store_path(dir).exists() || dir.join(BASELINE_FILE).exists() {
         return Err(AppviewError::Io(std::io::Error::new(
             std::io::ErrorKind::AlreadyExists,

@@ -50,13 +50,14 @@ impl<K: Ord + Copy> PartialEq for OrdSet<K> {
 impl<K: Ord + Copy> Eq for OrdSet<K> {}
 
 impl<K: Ord + Copy> OrdSet<K> {
-    /// An empty set whose chunks split past `2 * chunk` keys (at least 1).
+    /// An empty set whose chunks split past `2 * chunk` keys (`chunk`
+    /// clamped to `1..=usize::MAX / 2`, so `2 * chunk` cannot overflow).
     pub fn with_chunk(chunk: usize) -> Self {
         OrdSet {
             chunks: Vec::new(),
             tree: vec![0],
             len: 0,
-            chunk: chunk.max(1),
+            chunk: chunk.clamp(1, usize::MAX / 2),
         }
     }
 
@@ -309,6 +310,17 @@ mod tests {
             }
             prop_assert!(set.iter().copied().eq(model.iter().copied()));
         }
+    }
+
+    #[test]
+    fn a_huge_chunk_does_not_overflow() {
+        let mut set = OrdSet::with_chunk(usize::MAX);
+        for k in 0..10u32 {
+            assert!(set.insert(k));
+        }
+        assert_eq!(set.len(), 10);
+        assert!(set.remove(&3));
+        assert_eq!(set.rank(&9), 8);
     }
 
     #[test]
