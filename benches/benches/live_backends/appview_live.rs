@@ -48,7 +48,8 @@ impl Tier {
     }
 }
 
-/// Every appview group the live target runs.
+/// Every appview group the live target runs: the seven pattern groups
+/// (postgres and redis rows), then seed_write (postgres only).
 pub const GROUPS: [&str; 8] = [
     "appview.point_lookup",
     "appview.active_by_state",
@@ -80,26 +81,27 @@ pub fn run(
     context: &mut serde_json::Value,
 ) {
     let tiers = tiers();
-    let pg = match crate::appview_pg::setup(rt, &tiers, context) {
-        Ok(pg) => Some(pg),
-        Err(e) => {
-            crate::live::unavailable(target, "postgres (appview)", &[], &e);
-            None
-        }
-    };
-    let redis = match crate::appview_redis::setup(rt, &tiers, context) {
-        Ok(r) => Some(r),
-        Err(e) => {
-            crate::live::unavailable(target, "redis (appview)", &[], &e);
-            None
-        }
-    };
-    if pg.is_none() && redis.is_none() {
-        for g in GROUPS {
-            target.skip_group(g, "neither postgres nor redis is reachable");
-        }
+    let pg = crate::appview_pg::setup(rt, &tiers, context);
+    let redis = crate::appview_redis::setup(rt, &tiers, context);
+    if let (Err(pg_e), Err(redis_e)) = (&pg, &redis) {
+        let reason = format!("neither postgres ({pg_e}) nor redis ({redis_e}) is reachable");
+        crate::live::unavailable(target, "postgres and redis (appview)", &GROUPS, &reason);
         return;
     }
+    // One backend down: its rows of the shared pattern groups are skipped
+    // (recorded per backend, here and in the run context), the other's run.
+    let pg = pg
+        .inspect_err(|e| {
+            crate::live::unavailable_rows(target, "postgres", &GROUPS[..7], e);
+            context["appview_skipped"]["postgres"] = serde_json::json!(e);
+        })
+        .ok();
+    let redis = redis
+        .inspect_err(|e| {
+            crate::live::unavailable_rows(target, "redis", &GROUPS[..7], e);
+            context["appview_skipped"]["redis"] = serde_json::json!(e);
+        })
+        .ok();
     for pattern in Pattern::ALL {
         let mut g = group(target, pattern);
         g.throughput(criterion::Throughput::Elements(1));
@@ -118,6 +120,7 @@ pub fn run(
             crate::appview_pg::seed_write(target, rt, &pg, &tiers[0]);
             crate::appview_pg::teardown(rt, pg);
         }
+        // The group's only live row is postgres's.
         None => target.skip_group("appview.seed_write", "postgres is not reachable"),
     }
     if let Some(r) = redis {
