@@ -117,10 +117,13 @@ fn seed(runs: u64, dir: &std::path::Path) -> Result<()> {
         n / atproto.as_secs_f64(),
         n / sqlite.as_secs_f64()
     );
+    let index = app.index();
+    let per_flow = index.flows().map(|f| index.runs_of_flow(f.id));
+    let (fewest, most) = per_flow.fold((usize::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n)));
     println!(
-        "index: {} runs, {} states",
-        app.index().run_count(),
-        app.index().state_count()
+        "index: {} runs ({fewest}-{most} per flow), {} states",
+        index.run_count(),
+        index.state_count()
     );
     Ok(())
 }

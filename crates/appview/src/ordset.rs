@@ -162,7 +162,8 @@ impl<K: Ord + Copy> OrdSet<K> {
         true
     }
 
-    /// Whether `key` is held.
+    /// Whether `key` is held (the model test's; the index asks its maps).
+    #[cfg(test)]
     pub fn contains(&self, key: &K) -> bool {
         !self.chunks.is_empty() && self.chunks[self.chunk_of(key)].binary_search(key).is_ok()
     }
@@ -209,7 +210,9 @@ impl<K: Ord + Copy> OrdSet<K> {
         self.chunks.get(c)?.get(o)
     }
 
-    /// Keys from rank `r` upwards.
+    /// Keys from rank `r` upwards (the model test's; every page of the
+    /// index reads downwards, [`rev_from`](Self::rev_from)).
+    #[cfg(test)]
     pub fn iter_from(&self, r: usize) -> impl Iterator<Item = &K> + '_ {
         let (c, o) = if r >= self.len {
             (self.chunks.len(), 0)

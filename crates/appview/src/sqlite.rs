@@ -270,7 +270,7 @@ impl SqliteBaseline {
         Ok(SqliteBaseline { conn })
     }
 
-    /// The connection (for the benches' plan checks).
+    /// The connection (for the benches' checks outside the timing).
     pub fn connection(&self) -> &Connection {
         &self.conn
     }
