@@ -4,7 +4,8 @@
 //! and `uq_flow__name` serves `flow_list`, times `bigint` µs, tags and parameters
 //! `jsonb`), one database per tier (`atbench_appview_<pid>_<tier>`,
 //! created and dropped), read through tokio-postgres with prepared
-//! statements; the same SQL as the SQLite baseline (`appview::list_sql`).
+//! statements; the same index DDL and read SQL as the SQLite baseline
+//! (`appview::INDEXES`, `appview::list_sql` and its siblings).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -60,23 +61,6 @@ CREATE TABLE flow_run_state (
 );
 "#;
 
-/// Prefect's indexes (the names are `appview::INDEX_NAMES`).
-const INDEXES: &str = r#"
-CREATE UNIQUE INDEX uq_flow__name ON flow (name);
-CREATE INDEX ix_flow_run__state_type ON flow_run (state_type);
-CREATE INDEX ix_flow_run__state_name ON flow_run (state_name);
-CREATE INDEX ix_flow_run__state_timestamp ON flow_run (state_timestamp);
-CREATE INDEX ix_flow_run__expected_start_time_desc ON flow_run (expected_start_time DESC);
-CREATE INDEX ix_flow_run__next_scheduled_start_time_asc ON flow_run (next_scheduled_start_time ASC);
-CREATE INDEX ix_flow_run__start_time ON flow_run (start_time);
-CREATE INDEX ix_flow_run__end_time_desc ON flow_run (end_time DESC);
-CREATE INDEX ix_flow_run__coalesce_start_time_expected_start_time_desc
-    ON flow_run ((coalesce(start_time, expected_start_time)) DESC);
-CREATE INDEX ix_flow_run__flow_id ON flow_run (flow_id);
-CREATE UNIQUE INDEX uq_flow_run_state__flow_run_id_timestamp_desc
-    ON flow_run_state (flow_run_id, timestamp DESC);
-"#;
-
 const INSERT_FLOW: &str =
     "INSERT INTO flow (id, created, updated, name, tags) VALUES ($1, $2, $3, $4, $5)";
 const UPDATE_RUN: &str = "UPDATE flow_run SET state_id = $2, state_type = $3, state_name = $4, \
@@ -109,18 +93,6 @@ async fn connect(url: &str) -> Result<Client, tokio_postgres::Error> {
     let (client, conn) = tokio_postgres::connect(url, NoTls).await?;
     tokio::spawn(conn);
     Ok(client)
-}
-
-fn tags_json(t: &[String]) -> Value {
-    Value::from(t.to_vec())
-}
-
-fn params_json(p: &[(String, String)]) -> Value {
-    Value::Object(
-        p.iter()
-            .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
-            .collect(),
-    )
 }
 
 fn tags_of(v: Value) -> Vec<String> {
@@ -311,7 +283,7 @@ async fn insert_flow(c: &Client, st: &Statement, f: &Flow) -> Result<u64, tokio_
             &f.created,
             &f.updated,
             &f.name,
-            &tags_json(&f.tags),
+            &appview::tags_value(&f.tags),
         ],
     )
     .await
@@ -336,8 +308,8 @@ async fn insert_run(c: &Client, st: &Statement, r: &FlowRun) -> Result<u64, toki
             &r.run_count,
             &r.created,
             &r.updated,
-            &tags_json(&r.tags),
-            &params_json(&r.parameters),
+            &appview::tags_value(&r.tags),
+            &appview::params_value(&r.parameters),
         ],
     )
     .await
@@ -388,7 +360,7 @@ async fn load(c: &Client, tier: &Tier) -> Result<(), tokio_postgres::Error> {
     for chunk in states.chunks(256) {
         futures_join(chunk.iter().map(|s| insert_state(c, &w.state, s))).await?;
     }
-    c.batch_execute(INDEXES).await?;
+    c.batch_execute(appview::INDEXES).await?;
     c.batch_execute("COMMIT").await?;
     c.batch_execute("ANALYZE").await
 }
@@ -441,7 +413,7 @@ pub fn setup(rt: &Runtime, tiers: &[Tier], context: &mut serde_json::Value) -> R
                 .await
                 .map_err(pg_error)?;
             client
-                .batch_execute(&format!("{TABLES}{INDEXES}"))
+                .batch_execute(&format!("{TABLES}{}", appview::INDEXES))
                 .await
                 .map_err(pg_error)?;
             if tier.name == "300" {
@@ -497,7 +469,8 @@ pub fn seed_write(target: &mut BenchTarget, rt: &Runtime, pg: &Pg, tier: &Tier) 
             for _ in 0..iters {
                 rt.block_on(async {
                     c.batch_execute(&format!(
-                        "DROP SCHEMA IF EXISTS seed CASCADE; CREATE SCHEMA seed; SET search_path TO seed; {TABLES}{INDEXES}"
+                        "DROP SCHEMA IF EXISTS seed CASCADE; CREATE SCHEMA seed; SET search_path TO seed; {TABLES}{}",
+                        appview::INDEXES
                     ))
                     .await
                     .expect("fresh schema");

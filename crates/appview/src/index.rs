@@ -29,12 +29,13 @@ use repo::firehose::{Action, Frame};
 use crate::error::{AppviewError, Result};
 use crate::model::{
     FLOW_NSID, Flow, FlowRun, FlowRunState, RUN_NSID, Record, STATE_NSID, StateType,
+    is_appview_collection,
 };
 use crate::ordset::OrdSet;
 use crate::plan::Lookup;
 use crate::query::{
     ACTIVE_LIMIT, COMPLETED_LIMIT, FLOW_LIMIT, PAGE_LIMIT, PAGE_OFFSET, Page, Query, ReadBackend,
-    RunWithState, WINDOW_LIMIT, WINDOW_US,
+    RunWithState, WINDOW_LIMIT, window,
 };
 use crate::record;
 use crate::uuid::Uuid;
@@ -212,7 +213,7 @@ impl Index {
             let (collection, rkey) = op.path.split_once('/').ok_or_else(|| {
                 AppviewError::BadCommit(format!("op path {:?} has no '/'", op.path))
             })?;
-            if ![FLOW_NSID, RUN_NSID, STATE_NSID].contains(&collection) {
+            if !is_appview_collection(collection) {
                 continue;
             }
             let id = Uuid::parse(rkey)?;
@@ -295,7 +296,7 @@ impl Index {
                     Some(after) => set.rank(&(after, Uuid(0))),
                     None => set.len(),
                 };
-                let from = now.saturating_sub(WINDOW_US);
+                let (from, _) = window(now);
                 self.page(
                     set.rev_from(end)
                         .take_while(|k| k.0 >= from)

@@ -13,6 +13,12 @@ pub const RUN_NSID: &str = "dev.atbench.appview.flowRun";
 /// Collection of state history records (rkey = the state's id).
 pub const STATE_NSID: &str = "dev.atbench.appview.flowRunState";
 
+/// Whether `collection` is one of the appview's three (records of other
+/// collections in the repository or a commit are not the index's).
+pub fn is_appview_collection(collection: &str) -> bool {
+    matches!(collection, FLOW_NSID | RUN_NSID | STATE_NSID)
+}
+
 /// A run's state type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum StateType {

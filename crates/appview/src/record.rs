@@ -15,6 +15,7 @@ use repo::cbor::{Map, Value};
 use crate::error::{AppviewError, Result};
 use crate::model::{
     FLOW_NSID, Flow, FlowRun, FlowRunState, RUN_NSID, Record, STATE_NSID, StateType,
+    is_appview_collection,
 };
 use crate::uuid::Uuid;
 
@@ -183,13 +184,19 @@ struct Fields<'a, 'b> {
     rkey: &'b str,
 }
 
+/// The error naming record `collection/rkey` (the key cut to 64 chars:
+/// it may be anything a commit carried).
+fn bad_record(collection: &str, rkey: &str, reason: String) -> AppviewError {
+    AppviewError::BadRecord {
+        collection: collection.to_owned(),
+        rkey: rkey.chars().take(64).collect(),
+        reason,
+    }
+}
+
 impl<'a> Fields<'a, '_> {
     fn bad(&self, reason: String) -> AppviewError {
-        AppviewError::BadRecord {
-            collection: self.collection.to_owned(),
-            rkey: self.rkey.chars().take(64).collect(),
-            reason,
-        }
+        bad_record(self.collection, self.rkey, reason)
     }
 
     fn get(&self, key: &str) -> Result<&ValueRef<'a>> {
@@ -265,14 +272,10 @@ impl<'a> Fields<'a, '_> {
 /// Decodes a record of `collection` at `rkey` (whose id the key is).
 /// `Ok(None)` for a collection that is not the appview's.
 pub fn decode(collection: &str, rkey: &str, bytes: &[u8]) -> Result<Option<Record>> {
-    if ![FLOW_NSID, RUN_NSID, STATE_NSID].contains(&collection) {
+    if !is_appview_collection(collection) {
         return Ok(None);
     }
-    let bad = |reason: String| AppviewError::BadRecord {
-        collection: collection.to_owned(),
-        rkey: rkey.chars().take(64).collect(),
-        reason,
-    };
+    let bad = |reason: String| bad_record(collection, rkey, reason);
     let value = cbor::decode(bytes).map_err(|e| bad(e.to_string()))?;
     let ValueRef::Map(map) = &value else {
         return Err(bad("not a map".to_owned()));

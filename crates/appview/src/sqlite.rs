@@ -20,7 +20,7 @@ use crate::index::Index;
 use crate::model::{Flow, FlowRun, FlowRunState, Mutation, StateType};
 use crate::query::{
     ACTIVE_LIMIT, COMPLETED_LIMIT, FLOW_LIMIT, PAGE_LIMIT, PAGE_OFFSET, Page, Query, ReadBackend,
-    RunWithState, WINDOW_LIMIT, WINDOW_US,
+    RunWithState, WINDOW_LIMIT, window,
 };
 use crate::uuid::Uuid;
 
@@ -73,7 +73,9 @@ CREATE TABLE IF NOT EXISTS flow_run_state (
 );
 ";
 
-/// Prefect's indexes on them, as the spec lists them.
+/// Prefect's indexes on them, as the spec lists them: one text for both
+/// SQL baselines (the expression is parenthesised as PostgreSQL requires,
+/// which SQLite reads as the same expression: its plans still use it).
 pub const INDEXES: &str = "
 CREATE UNIQUE INDEX IF NOT EXISTS uq_flow__name ON flow (name);
 CREATE INDEX IF NOT EXISTS ix_flow_run__state_type ON flow_run (state_type);
@@ -84,7 +86,7 @@ CREATE INDEX IF NOT EXISTS ix_flow_run__next_scheduled_start_time_asc ON flow_ru
 CREATE INDEX IF NOT EXISTS ix_flow_run__start_time ON flow_run (start_time);
 CREATE INDEX IF NOT EXISTS ix_flow_run__end_time_desc ON flow_run (end_time DESC);
 CREATE INDEX IF NOT EXISTS ix_flow_run__coalesce_start_time_expected_start_time_desc
-    ON flow_run (coalesce(start_time, expected_start_time) DESC);
+    ON flow_run ((coalesce(start_time, expected_start_time)) DESC);
 CREATE INDEX IF NOT EXISTS ix_flow_run__flow_id ON flow_run (flow_id);
 CREATE UNIQUE INDEX IF NOT EXISTS uq_flow_run_state__flow_run_id_timestamp_desc
     ON flow_run_state (flow_run_id, timestamp DESC);
@@ -188,23 +190,29 @@ pub fn insert_run_sql() -> &'static str {
     &SQL.insert_run
 }
 
-/// `completed_1h`'s bounds.
-pub fn window(now: i64) -> (i64, i64) {
-    (now.saturating_sub(WINDOW_US), now)
+/// Tags as the JSON columns hold them (PostgreSQL binds the value to
+/// `jsonb`; SQLite stores [`tags_json`]'s text).
+pub fn tags_value(tags: &[String]) -> serde_json::Value {
+    serde_json::Value::from(tags.to_vec())
+}
+
+/// Parameters as the JSON columns hold them (an object of text).
+pub fn params_value(p: &[(String, String)]) -> serde_json::Value {
+    serde_json::Value::Object(
+        p.iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))
+            .collect(),
+    )
 }
 
 /// Tags as the JSON text column holds them.
 pub fn tags_json(tags: &[String]) -> String {
-    serde_json::Value::from(tags.to_vec()).to_string()
+    tags_value(tags).to_string()
 }
 
 /// Parameters as the JSON text column holds them.
 pub fn params_json(p: &[(String, String)]) -> String {
-    let map: serde_json::Map<String, serde_json::Value> = p
-        .iter()
-        .map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))
-        .collect();
-    serde_json::Value::Object(map).to_string()
+    params_value(p).to_string()
 }
 
 /// Tags from their JSON column.
