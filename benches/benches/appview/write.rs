@@ -113,7 +113,7 @@ fn stages_once(fx: &Fixtures, dir: &Path, round: u64) -> [Duration; 5] {
     for m in &fx.mutations {
         let mut commit = Vec::new();
         for r in m.records() {
-            let bytes = encode_record(&r);
+            let bytes = encode_record(r);
             repo::cbor::decode(&bytes).expect("strict");
             let _ = Cid::for_dag_cbor(&bytes);
             commit.push((format!("{}/{}", r.collection(), r.id()), bytes));

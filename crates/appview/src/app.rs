@@ -22,7 +22,7 @@ use store::{Config, RecordWrite, Store, StoreError};
 
 use crate::error::{AppviewError, Result};
 use crate::index::Index;
-use crate::model::{Mutation, Record};
+use crate::model::{Mutation, RecordRef};
 use crate::plan::{Input, plan};
 use crate::query::{Page, Query, ReadBackend};
 use crate::record;
@@ -154,20 +154,16 @@ impl ReadBackend for AppView {
 /// the same writes through the store alone (`appview.seed_write`'s store
 /// floor).
 pub fn store_writes(mutation: &Mutation) -> Vec<RecordWrite> {
-    mutation
-        .records()
-        .iter()
-        .map(|r| write_of(r, mutation))
-        .collect()
+    mutation.records().map(|r| write_of(r, mutation)).collect()
 }
 
 /// The store write of one record of `mutation`: a run is created by
 /// `CreateRun` and replaced by `SetState`; everything else is new.
-fn write_of(r: &Record, mutation: &Mutation) -> RecordWrite {
+fn write_of(r: RecordRef<'_>, mutation: &Mutation) -> RecordWrite {
     let rkey = r.id().to_string();
     let bytes = record::encode(r);
     match (r, mutation) {
-        (Record::Run(_), Mutation::SetState(..)) => {
+        (RecordRef::Run(_), Mutation::SetState(..)) => {
             RecordWrite::update(r.collection(), &rkey, bytes)
         }
         _ => RecordWrite::create(r.collection(), Some(&rkey), bytes),

@@ -50,7 +50,8 @@ pub use app::{APPVIEW_DID, AppView, STORE_FILE, signing_key, store_path, store_w
 pub use error::{AppviewError, Result};
 pub use index::Index;
 pub use model::{
-    FLOW_NSID, Flow, FlowRun, FlowRunState, Mutation, RUN_NSID, Record, STATE_NSID, StateType,
+    FLOW_NSID, Flow, FlowRun, FlowRunState, Mutation, RUN_NSID, Record, RecordRef, STATE_NSID,
+    StateType,
 };
 pub use ordset::{DEFAULT_CHUNK, OrdSet};
 pub use plan::{Input, Lookup, NewFlow, NewRun, NewState, plan};

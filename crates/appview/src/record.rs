@@ -14,7 +14,7 @@ use repo::cbor::{Map, Value};
 
 use crate::error::{AppviewError, Result};
 use crate::model::{
-    FLOW_NSID, Flow, FlowRun, FlowRunState, RUN_NSID, Record, STATE_NSID, StateType,
+    FLOW_NSID, Flow, FlowRun, FlowRunState, RUN_NSID, Record, RecordRef, STATE_NSID, StateType,
     is_appview_collection,
 };
 use crate::uuid::Uuid;
@@ -37,9 +37,10 @@ fn tags(t: &[String]) -> Value {
 /// The record's DAG-CBOR bytes, written field by field in canonical key
 /// order (length, then bytes) without building a value tree; the tests
 /// hold it byte-equal to a value tree's encoding.
-pub fn encode(record: &Record) -> Vec<u8> {
+pub fn encode<'a>(record: impl Into<RecordRef<'a>>) -> Vec<u8> {
+    let record = record.into();
     let mut out = Vec::with_capacity(match record {
-        Record::Run(_) => 512,
+        RecordRef::Run(_) => 512,
         _ => 160,
     });
     let mut e = Encoder::new(&mut out);
@@ -55,7 +56,7 @@ pub fn encode(record: &Record) -> Vec<u8> {
     };
     let mut uuid = [0u8; 36];
     match record {
-        Record::Flow(f) => {
+        RecordRef::Flow(f) => {
             e.map(5);
             e.text("name");
             e.text(&f.name);
@@ -68,7 +69,7 @@ pub fn encode(record: &Record) -> Vec<u8> {
             e.text("updated");
             e.int(f.updated);
         }
-        Record::Run(r) => {
+        RecordRef::Run(r) => {
             e.map(17);
             e.text("end");
             opt(&mut e, r.end);
@@ -112,7 +113,7 @@ pub fn encode(record: &Record) -> Vec<u8> {
             e.text("nextScheduledStart");
             opt(&mut e, r.next_scheduled_start);
         }
-        Record::State(st) => {
+        RecordRef::State(st) => {
             e.map(6);
             e.text("run");
             e.text(st.run_id.write_to(&mut uuid));
