@@ -93,7 +93,11 @@ pub fn unavailable_rows(
 ) {
     unavailable(target, implementation, &[], reason);
     for g in groups {
-        target.skip_rows(g, implementation, &format!("{implementation} unavailable: {reason}"));
+        target.skip_rows(
+            g,
+            implementation,
+            &format!("{implementation} unavailable: {reason}"),
+        );
     }
 }
 

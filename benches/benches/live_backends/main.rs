@@ -17,9 +17,9 @@ use benches::target::{BenchTarget, Budget};
 
 #[path = "../appview/groups.rs"]
 mod appview_groups;
+mod appview_live;
 #[path = "../appview/lookups.rs"]
 mod appview_lookups;
-mod appview_live;
 mod appview_pg;
 mod appview_redis;
 mod live;

@@ -305,7 +305,13 @@ mod tests {
         let at = run(StateType::Pending, 0, None, i64::MAX);
         let e = plan_state(&at, &to(StateType::Running, 1)).unwrap_err();
         assert!(
-            matches!(e, AppviewError::Overflow { field: "runCount", .. }),
+            matches!(
+                e,
+                AppviewError::Overflow {
+                    field: "runCount",
+                    ..
+                }
+            ),
             "{e}"
         );
     }
@@ -315,7 +321,13 @@ mod tests {
         let at = run(StateType::Running, i64::MIN, Some(i64::MIN), 1);
         let e = plan_state(&at, &to(StateType::Completed, i64::MAX)).unwrap_err();
         assert!(
-            matches!(e, AppviewError::Overflow { field: "totalRunTime", .. }),
+            matches!(
+                e,
+                AppviewError::Overflow {
+                    field: "totalRunTime",
+                    ..
+                }
+            ),
             "{e}"
         );
     }

@@ -298,8 +298,7 @@ impl SqliteBaseline {
     }
 
     fn insert_run(conn: &Connection, r: &FlowRun) -> Result<()> {
-        conn.prepare_cached(insert_run_sql())?
-        .execute(params![
+        conn.prepare_cached(insert_run_sql())?.execute(params![
             r.id.to_string(),
             r.flow_id.to_string(),
             r.name,

@@ -86,7 +86,9 @@ fn seeded_stream_index_rebuild_restart_and_sqlite_agree() {
     let mut per_flow: HashMap<Uuid, usize> = HashMap::new();
     for op in &w.ops {
         if let Op::Run(r) = op {
-            *per_flow.entry(Uuid::parse(&r.flow_id).unwrap()).or_default() += 1;
+            *per_flow
+                .entry(Uuid::parse(&r.flow_id).unwrap())
+                .or_default() += 1;
         }
     }
     assert_eq!(per_flow.len(), 5);

@@ -288,10 +288,7 @@ impl<S> Recording<S> {
 }
 
 impl<S: BlockSource> BlockSource for Recording<S> {
-    fn get_block(
-        &self,
-        cid: &Cid,
-    ) -> std::result::Result<Option<Cow<'_, [u8]>>, BlockSourceError> {
+    fn get_block(&self, cid: &Cid) -> std::result::Result<Option<Cow<'_, [u8]>>, BlockSourceError> {
         let block = self.inner.get_block(cid)?;
         if let Some(b) = &block {
             self.read.borrow_mut().insert(*cid, b.to_vec());
