@@ -169,6 +169,26 @@ impl BenchTarget {
         self.skipped.insert(name.to_owned());
     }
 
+    /// Records that `implementation`'s rows of group `name` do not run
+    /// (its backend cannot be reached) while the group's other rows do:
+    /// the per-backend counterpart of [`skip_group`](Self::skip_group) for
+    /// a group several backends share.
+    ///
+    /// # Panics
+    /// When the group is not registered for this target, or does not
+    /// compare `implementation`.
+    pub fn skip_rows(&mut self, name: &str, implementation: &str, reason: &str) {
+        match self.registry.groups.get(name) {
+            Some(spec)
+                if spec.runs_in(self.name) && spec.compare.iter().any(|c| c == implementation) => {}
+            _ => panic!(
+                "group {name} is not registered in benches/units.toml for target {} with implementation {implementation}",
+                self.name
+            ),
+        }
+        eprintln!("atbench: {name}/{implementation}: skipped: {reason}");
+    }
+
     /// Runs the calibration group, checks that every group registered for
     /// this target ran (when the run is unfiltered), prints Criterion's
     /// summary.

@@ -3,8 +3,10 @@
 use std::path::Path;
 use std::sync::{Mutex, RwLock};
 
-use appview::{AppView, Index, Pattern, Query, ReadBackend, SqliteBaseline, Uuid, bulk};
+use appview::{AppView, Index, Mutation, Pattern, Query, ReadBackend, SqliteBaseline, bulk};
 use datagen::appview::Workload;
+
+use crate::lookups::Lookups;
 
 /// The index behind a read lock, as the live appview holds it.
 pub struct Locked(pub RwLock<Index>);
@@ -26,18 +28,14 @@ pub struct Tier {
     /// whose writer closed rebuilds it per transaction), the first for
     /// the single-caller rows.
     pub sqlite: Vec<Mutex<SqliteBaseline>>,
-    /// Run ids point lookups cycle through (seeded sample).
-    pub lookups: Vec<Uuid>,
+    /// The queries (point lookups cycle through a seeded sample).
+    pub lookups: Lookups,
 }
 
 impl Tier {
-    /// The query of `pattern` for lookup `i`.
+    /// The query of `pattern` for iteration `i`.
     pub fn query(&self, pattern: Pattern, i: usize) -> Query {
-        Query::new(
-            pattern,
-            self.lookups[i % self.lookups.len()],
-            self.workload.now_us,
-        )
+        self.lookups.query(pattern, i)
     }
 }
 
@@ -46,6 +44,9 @@ pub struct Fixtures {
     pub large: Tier,
     /// The 300-run tier's appview (its store and live index).
     pub app: AppView,
+    /// The 300-run tier's planned mutations, in order (the SQL streams'
+    /// transactions and the breakdown's records: planned once, here).
+    pub mutations: Vec<Mutation>,
 }
 
 pub const CALLERS: usize = 10;
@@ -56,31 +57,14 @@ fn connections(path: &Path) -> Vec<Mutex<SqliteBaseline>> {
         .collect()
 }
 
-fn lookups(index: &Index, n: usize) -> Vec<Uuid> {
-    let mut ids: Vec<Uuid> = index.runs().map(|r| r.id).collect();
-    ids.sort();
-    let mut s = benches::inputs::Sampler(0x6170_7076);
-    (0..n).map(|_| ids[s.next(ids.len())]).collect()
-}
-
-/// Every pattern, on a few lookups, gives the same page on both backends.
+/// Every query the benchmarks send gives the same page on both backends.
 fn check(tier: &Tier) {
     let sql = tier.sqlite[0].lock().expect("lock");
-    for pattern in Pattern::ALL {
-        for i in 0..4 {
-            let q = tier.query(pattern, i);
-            let (a, b) = (
-                tier.index.query(&q).expect("index"),
-                sql.query(&q).expect("sqlite"),
-            );
-            assert_eq!(
-                a, b,
-                "tier {}: {q:?} differs between the index and sqlite",
-                tier.name
-            );
-            assert!(a.rows() > 0, "tier {}: {q:?} is empty", tier.name);
-        }
-    }
+    tier.lookups.check(
+        &format!("tier {}: index vs sqlite", tier.name),
+        |q| tier.index.query(q).expect("index"),
+        |q| sql.query(q).expect("sqlite"),
+    );
 }
 
 pub fn build(dir: &Path) -> Fixtures {
@@ -112,7 +96,7 @@ pub fn build(dir: &Path) -> Fixtures {
     drop(sql);
     let small = Tier {
         name: "300",
-        lookups: lookups(&bulk_index, 1024),
+        lookups: Lookups::new(&bulk_index, workload.now_us),
         index: Locked(RwLock::new(app.index().clone())),
         sqlite: connections(&path),
         workload,
@@ -132,7 +116,7 @@ pub fn build(dir: &Path) -> Fixtures {
     let sql_s = t.elapsed().as_secs_f64() - small_s - index_s;
     let large = Tier {
         name: "100k",
-        lookups: lookups(&index, 1024),
+        lookups: Lookups::new(&index, workload.now_us),
         index: Locked(RwLock::new(index)),
         sqlite: connections(&path),
         workload,
@@ -144,5 +128,10 @@ pub fn build(dir: &Path) -> Fixtures {
         small.workload.ops.len(),
         large.workload.ops.len()
     );
-    Fixtures { small, large, app }
+    Fixtures {
+        small,
+        large,
+        app,
+        mutations,
+    }
 }

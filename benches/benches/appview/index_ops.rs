@@ -1,10 +1,12 @@
 //! `appview.apply_commit_to_index/ours/1`: one `#commit` frame of the
-//! 300-run stream decoded (frame, CAR with block hashes checked, records)
-//! and applied to the index (a run moved between its sets and rescored,
-//! a state added). The frames cycle over the stream's last 512 commits
-//! applied to an index that already holds them (so every iteration does
-//! the full remove-and-reinsert of a run's keys); applied once more in
-//! order after the timing, they leave the live index's state (checked).
+//! 300-run stream decoded (frame; CAR slice parsed without hashing; each
+//! record block the ops name hashed against its CID, then decoded; the
+//! commit and proof blocks neither hashed nor read) and applied to the
+//! index (a run moved between its sets and rescored, a state added). The
+//! frames cycle over the stream's last 512 commits applied to an index
+//! that already holds them (so every iteration does the full
+//! remove-and-reinsert of a run's keys); applied once more in order after
+//! the timing, they leave the live index's state (checked).
 //!
 //! `appview.ordset_page/{ours,btreeset}/100k` and
 //! `appview.ordset_rescore/{ours,btreeset}/100k`: the ordered set chosen

@@ -21,6 +21,7 @@ use benches::target::{BenchTarget, Budget};
 mod fixtures;
 mod groups;
 mod index_ops;
+mod lookups;
 mod read;
 mod write;
 

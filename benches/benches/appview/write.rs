@@ -15,25 +15,28 @@
 //!
 //! The tax's breakdown is a printed per-stage profile (also in the run
 //! context), computed outside Criterion over the same writes, each stage
-//! alone, best of three rounds: CBOR (plan, encode every record, its
-//! strict decode as the store checks it, CIDs), MST (an in-memory tree
+//! alone, best of three rounds: CBOR (encode every record of the
+//! mutations planned with the fixtures, its strict decode as the store
+//! checks it, CIDs; no planning or indexing), MST (an in-memory tree
 //! taking each commit's keys and hashing its nodes), signing (one k256
 //! commit signature per write), SQL (the store's index-only writer job
-//! per write: rows, event, group commit, no CBOR/MST/signing) and index
+//! per write: one index and ownership row per record of the commit, the
+//! event, group commit, no CBOR/MST/signing) and index
 //! update (decode each commit's frame and CAR, apply; the frames are read
 //! back outside the timing). Beside them: the atproto stream's process
 //! CPU time per write (every thread: the caller, the store's writer and
 //! its checkpointer) and its off-CPU share (wall minus CPU: the caller
 //! waiting on the writer thread's hand-off, and the machine's other
 //! work), and the store-only floor. What the stages do not cover is the
-//! rest: the lane, each event's proof and CAR, the queue hand-off to the
+//! rest: planning each write against the index, the lane, each event's
+//! proof and CAR, the queue hand-off to the
 //! writer and back (off-CPU waiting included), and the stages' own
 //! overlap (each stage alone runs without the others' cache misses).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use appview::{AppView, Index, Input, Mutation, SqliteBaseline, bulk, encode_record, plan};
+use appview::{AppView, Index, Mutation, SqliteBaseline, encode_record};
 use benches::target::BenchTarget;
 use criterion::Throughput;
 use repo::Cid;
@@ -42,7 +45,7 @@ use repo::firehose::Frame;
 use repo::mst::{MemoryBlockStore, Mst};
 use repo::syntax::TidGenerator;
 use std::sync::Arc;
-use store::bench_internals::{self, IndexOnly, SeqlessEvent};
+use store::bench_internals::{self, IndexOnly, IndexOnlyRecord, SeqlessEvent};
 
 use crate::fixtures::Fixtures;
 
@@ -102,19 +105,18 @@ fn per_write(d: Duration, n: usize) -> f64 {
 fn stages_once(fx: &Fixtures, dir: &Path, round: u64) -> [Duration; 5] {
     let ops = &fx.small.workload.ops;
     let n = ops.len();
-    // CBOR: plan + encode + strict decode + CID of every record.
+    // CBOR: encode + strict decode + CID of every record (the mutations
+    // were planned once, with the fixtures: planning and indexing are not
+    // this stage's).
     let t = Instant::now();
-    let mut index = Index::new();
     let mut blocks: Vec<Vec<(String, Vec<u8>)>> = Vec::with_capacity(n);
-    for op in ops {
-        let m = plan(&index, &Input::from_op(op).expect("op")).expect("plan");
+    for m in &fx.mutations {
         let mut commit = Vec::new();
         for r in m.records() {
-            let bytes = encode_record(&r);
+            let bytes = encode_record(r);
             repo::cbor::decode(&bytes).expect("strict");
             let _ = Cid::for_dag_cbor(&bytes);
             commit.push((format!("{}/{}", r.collection(), r.id()), bytes));
-            index.apply_record(r);
         }
         blocks.push(commit);
     }
@@ -164,8 +166,20 @@ fn stages_once(fx: &Fixtures, dir: &Path, round: u64) -> [Duration; 5] {
             let Ok(Frame::Commit(c)) = Frame::decode(f) else {
                 panic!("not a #commit frame");
             };
-            let op = &c.ops[0];
-            let (coll, rkey) = op.path.split_once('/').expect("path");
+            // One index row per op: a run with its first state, or a state
+            // with the run it moves, is two records in one commit.
+            let records = c
+                .ops
+                .iter()
+                .map(|op| {
+                    let (coll, rkey) = op.path.split_once('/').expect("path");
+                    IndexOnlyRecord {
+                        collection: coll.to_owned(),
+                        rkey: rkey.to_owned(),
+                        cid: op.cid.expect("record cid"),
+                    }
+                })
+                .collect();
             let event = SeqlessEvent::new("#commit", |seq| {
                 let Ok(Frame::Commit(mut c)) = Frame::decode(f) else {
                     panic!("not a #commit frame");
@@ -175,9 +189,7 @@ fn stages_once(fx: &Fixtures, dir: &Path, round: u64) -> [Duration; 5] {
             })
             .expect("seqless event");
             Arc::new(IndexOnly {
-                collection: coll.to_owned(),
-                rkey: rkey.to_owned(),
-                cid: op.cid.expect("record cid"),
+                records,
                 rev: c.rev.to_owned(),
                 event,
             })
@@ -280,14 +292,14 @@ fn breakdown(fx: &Fixtures, dir: &Path, atproto: Best, store_only: Best, sqlite:
         "store_only_cpu_us_per_write": us(store_only.cpu),
         "sqlite_us_per_write": us(sqlite.wall),
         "rest_us_per_write": us(rest),
-        "rest_is": "atproto wall minus the five stages: lane, proof and CAR of each event, the hand-off to the writer thread and back (off-CPU waiting included), the stages' overlap",
+        "rest_is": "atproto wall minus the five stages: planning each write against the index, lane, proof and CAR of each event, the hand-off to the writer thread and back (off-CPU waiting included), the stages' overlap",
     });
     for (name, d) in stages {
         line.push_str(&format!(" {name} {:.1}", us(d)));
         json[format!("{name}_us_per_write")] = serde_json::json!(us(d));
     }
     line.push_str(&format!(
-        "; rest {:.1} (lane, proof and CAR, writer hand-off incl. off-CPU waiting)",
+        "; rest {:.1} (planning, lane, proof and CAR, writer hand-off incl. off-CPU waiting)",
         us(rest)
     ));
     eprintln!("{line}");
@@ -296,7 +308,8 @@ fn breakdown(fx: &Fixtures, dir: &Path, atproto: Best, store_only: Best, sqlite:
 
 pub fn run(target: &mut BenchTarget, fx: &Fixtures, dir: &Path) {
     let ops = &fx.small.workload.ops;
-    let (reference, mutations) = bulk::load(&fx.small.workload).expect("plan");
+    let mutations = &fx.mutations;
+    let reference = fx.app.index().clone();
     let mut g = target.group("appview.seed_write");
     g.throughput(Throughput::Elements(ops.len() as u64));
     g.criterion().sample_size(10);
@@ -338,7 +351,7 @@ pub fn run(target: &mut BenchTarget, fx: &Fixtures, dir: &Path) {
                 let (e, cpu) = (t.elapsed(), process_cpu().saturating_sub(cpu));
                 timed += e;
                 store_only.note(e, cpu);
-                check_store_only(&s, &mutations);
+                check_store_only(&s, mutations);
                 drop(s);
                 let _ = std::fs::remove_dir_all(&d);
             }
@@ -354,7 +367,7 @@ pub fn run(target: &mut BenchTarget, fx: &Fixtures, dir: &Path) {
                 std::fs::create_dir_all(&d).expect("dir");
                 let mut sql = SqliteBaseline::open(&d.join("b.sqlite")).expect("open");
                 let (t, cpu) = (Instant::now(), process_cpu());
-                for m in &mutations {
+                for m in mutations {
                     sql.apply(m).expect("write");
                 }
                 let (e, cpu) = (t.elapsed(), process_cpu().saturating_sub(cpu));
@@ -375,5 +388,4 @@ pub fn run(target: &mut BenchTarget, fx: &Fixtures, dir: &Path) {
     if atproto.seen() && store_only.seen() && sqlite.seen() {
         breakdown(fx, dir, atproto, store_only, sqlite);
     }
-    drop(mutations);
 }

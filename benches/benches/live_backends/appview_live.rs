@@ -5,66 +5,51 @@
 //! Prefect's schema and indexes in a database of its own, Redis sets and
 //! sorted sets under a key prefix of its own, both dropped at the end.
 
-use appview::{Index, Mutation, Page, Pattern, Query, Uuid, bulk};
-use benches::inputs::Sampler;
+use appview::{Index, Mutation, Page, Pattern, Query, bulk};
 use benches::target::BenchTarget;
-use datagen::appview::Workload;
 
 use crate::appview_groups::group;
+use crate::appview_lookups::Lookups;
 
 /// One tier.
 pub struct Tier {
     pub name: &'static str,
-    pub workload: Workload,
     pub index: Index,
     pub mutations: Vec<Mutation>,
-    pub lookups: Vec<Uuid>,
+    pub lookups: Lookups,
 }
 
 impl Tier {
     fn new(name: &'static str, runs: usize) -> Tier {
         let workload = datagen::appview::workload(runs);
         let (index, mutations) = bulk::load(&workload).expect("plan the workload");
-        let mut ids: Vec<Uuid> = index.runs().map(|r| r.id).collect();
-        ids.sort();
-        let mut s = Sampler(0x6170_7076);
-        let lookups = (0..1024).map(|_| ids[s.next(ids.len())]).collect();
+        let lookups = Lookups::new(&index, workload.now_us);
         Tier {
             name,
-            workload,
             index,
             mutations,
             lookups,
         }
     }
 
-    /// The query of `pattern` for lookup `i`.
+    /// The query of `pattern` for iteration `i`.
     pub fn query(&self, pattern: Pattern, i: usize) -> Query {
-        Query::new(
-            pattern,
-            self.lookups[i % self.lookups.len()],
-            self.workload.now_us,
-        )
+        self.lookups.query(pattern, i)
     }
 
-    /// Outside the timing: `backend`'s page of every pattern equals the
-    /// index's, on a few lookups.
-    pub fn check(&self, backend: &str, mut read: impl FnMut(&Query) -> Page) {
-        for pattern in Pattern::ALL {
-            for i in 0..4 {
-                let q = self.query(pattern, i);
-                assert_eq!(
-                    read(&q),
-                    self.index.read(&q),
-                    "{backend} tier {}: {q:?}",
-                    self.name
-                );
-            }
-        }
+    /// Outside the timing: `backend`'s page of every query the rows send
+    /// equals the index's.
+    pub fn check(&self, backend: &str, read: impl FnMut(&Query) -> Page) {
+        self.lookups.check(
+            &format!("{backend} tier {}", self.name),
+            |q| self.index.read(q),
+            read,
+        );
     }
 }
 
-/// Every appview group the live target runs.
+/// Every appview group the live target runs: the seven pattern groups
+/// (postgres and redis rows), then seed_write (postgres only).
 pub const GROUPS: [&str; 8] = [
     "appview.point_lookup",
     "appview.active_by_state",
@@ -96,26 +81,27 @@ pub fn run(
     context: &mut serde_json::Value,
 ) {
     let tiers = tiers();
-    let pg = match crate::appview_pg::setup(rt, &tiers, context) {
-        Ok(pg) => Some(pg),
-        Err(e) => {
-            crate::live::unavailable(target, "postgres (appview)", &[], &e);
-            None
-        }
-    };
-    let redis = match crate::appview_redis::setup(rt, &tiers, context) {
-        Ok(r) => Some(r),
-        Err(e) => {
-            crate::live::unavailable(target, "redis (appview)", &[], &e);
-            None
-        }
-    };
-    if pg.is_none() && redis.is_none() {
-        for g in GROUPS {
-            target.skip_group(g, "neither postgres nor redis is reachable");
-        }
+    let pg = crate::appview_pg::setup(rt, &tiers, context);
+    let redis = crate::appview_redis::setup(rt, &tiers, context);
+    if let (Err(pg_e), Err(redis_e)) = (&pg, &redis) {
+        let reason = format!("neither postgres ({pg_e}) nor redis ({redis_e}) is reachable");
+        crate::live::unavailable(target, "postgres and redis (appview)", &GROUPS, &reason);
         return;
     }
+    // One backend down: its rows of the shared pattern groups are skipped
+    // (recorded per backend, here and in the run context), the other's run.
+    let pg = pg
+        .inspect_err(|e| {
+            crate::live::unavailable_rows(target, "postgres", &GROUPS[..7], e);
+            context["appview_skipped"]["postgres"] = serde_json::json!(e);
+        })
+        .ok();
+    let redis = redis
+        .inspect_err(|e| {
+            crate::live::unavailable_rows(target, "redis", &GROUPS[..7], e);
+            context["appview_skipped"]["redis"] = serde_json::json!(e);
+        })
+        .ok();
     for pattern in Pattern::ALL {
         let mut g = group(target, pattern);
         g.throughput(criterion::Throughput::Elements(1));
@@ -134,6 +120,7 @@ pub fn run(
             crate::appview_pg::seed_write(target, rt, &pg, &tiers[0]);
             crate::appview_pg::teardown(rt, pg);
         }
+        // The group's only live row is postgres's.
         None => target.skip_group("appview.seed_write", "postgres is not reachable"),
     }
     if let Some(r) = redis {

@@ -1,17 +1,18 @@
 //! The PostgreSQL baseline of the appview: Prefect's tables and indexes
-//! (PostgreSQL dialect: ids `text COLLATE "C"` so "id descending" is the
-//! byte order every backend uses, times `bigint` µs, tags and parameters
+//! (PostgreSQL dialect: ids and flow names `text COLLATE "C"` so "id
+//! descending" and "name ascending" are the byte order every backend uses
+//! and `uq_flow__name` serves `flow_list`, times `bigint` µs, tags and parameters
 //! `jsonb`), one database per tier (`atbench_appview_<pid>_<tier>`,
 //! created and dropped), read through tokio-postgres with prepared
-//! statements; the same SQL as the SQLite baseline (`appview::list_sql`).
+//! statements; the same index DDL and read SQL as the SQLite baseline
+//! (`appview::INDEXES`, `appview::list_sql` and its siblings).
 
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use appview::{
-    Flow, FlowRun, FlowRunState, Mutation, Page, Pattern, Query, RUN_COLUMNS, RunWithState,
-    StateType, Uuid,
+    Flow, FlowRun, FlowRunState, Mutation, Page, Pattern, Query, RunWithState, StateType, Uuid,
 };
 use benches::target::BenchTarget;
 use criterion::Throughput;
@@ -26,7 +27,7 @@ CREATE TABLE flow (
     id text COLLATE "C" PRIMARY KEY,
     created bigint NOT NULL,
     updated bigint NOT NULL,
-    name text NOT NULL,
+    name text COLLATE "C" NOT NULL,
     tags jsonb NOT NULL DEFAULT '[]'
 );
 CREATE TABLE flow_run (
@@ -60,23 +61,6 @@ CREATE TABLE flow_run_state (
 );
 "#;
 
-/// Prefect's indexes (the names are `appview::INDEX_NAMES`).
-const INDEXES: &str = r#"
-CREATE UNIQUE INDEX uq_flow__name ON flow (name);
-CREATE INDEX ix_flow_run__state_type ON flow_run (state_type);
-CREATE INDEX ix_flow_run__state_name ON flow_run (state_name);
-CREATE INDEX ix_flow_run__state_timestamp ON flow_run (state_timestamp);
-CREATE INDEX ix_flow_run__expected_start_time_desc ON flow_run (expected_start_time DESC);
-CREATE INDEX ix_flow_run__next_scheduled_start_time_asc ON flow_run (next_scheduled_start_time ASC);
-CREATE INDEX ix_flow_run__start_time ON flow_run (start_time);
-CREATE INDEX ix_flow_run__end_time_desc ON flow_run (end_time DESC);
-CREATE INDEX ix_flow_run__coalesce_start_time_expected_start_time_desc
-    ON flow_run ((coalesce(start_time, expected_start_time)) DESC);
-CREATE INDEX ix_flow_run__flow_id ON flow_run (flow_id);
-CREATE UNIQUE INDEX uq_flow_run_state__flow_run_id_timestamp_desc
-    ON flow_run_state (flow_run_id, timestamp DESC);
-"#;
-
 const INSERT_FLOW: &str =
     "INSERT INTO flow (id, created, updated, name, tags) VALUES ($1, $2, $3, $4, $5)";
 const UPDATE_RUN: &str = "UPDATE flow_run SET state_id = $2, state_type = $3, state_name = $4, \
@@ -85,11 +69,11 @@ const UPDATE_RUN: &str = "UPDATE flow_run SET state_id = $2, state_type = $3, st
 const INSERT_STATE: &str = "INSERT INTO flow_run_state (id, created, updated, type, timestamp, name, message, flow_run_id) \
      VALUES ($1, $2, $2, $3, $2, $4, $5, $6)";
 
-fn insert_run_sql() -> String {
-    format!(
-        "INSERT INTO flow_run ({RUN_COLUMNS}) VALUES \
-         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
-    )
+/// A statement of the SQLite baseline in PostgreSQL's placeholders
+/// (`?N` -> `$N`; none of the shared statements holds another `?`),
+/// converted once, when it is prepared.
+fn pg(sqlite: &str) -> String {
+    sqlite.replace('?', "$")
 }
 
 /// One tier's database and statements.
@@ -109,18 +93,6 @@ async fn connect(url: &str) -> Result<Client, tokio_postgres::Error> {
     let (client, conn) = tokio_postgres::connect(url, NoTls).await?;
     tokio::spawn(conn);
     Ok(client)
-}
-
-fn tags_json(t: &[String]) -> Value {
-    Value::from(t.to_vec())
-}
-
-fn params_json(p: &[(String, String)]) -> Value {
-    Value::Object(
-        p.iter()
-            .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
-            .collect(),
-    )
 }
 
 fn tags_of(v: Value) -> Vec<String> {
@@ -176,26 +148,12 @@ fn run_of(row: &Row) -> FlowRun {
 fn read_sql(pattern: Pattern) -> String {
     let q = Query::new(pattern, Uuid(0), 0);
     match pattern {
-        Pattern::PointLookup => format!(
-            "SELECT {cols}, s.id, s.type, s.name, s.timestamp, s.message \
-             FROM flow_run r LEFT JOIN flow_run_state s ON s.id = r.state_id WHERE r.id = $1",
-            cols = RUN_COLUMNS
-                .split(", ")
-                .map(|c| format!("r.{c}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        Pattern::PointLookup => pg(appview::point_lookup_sql()),
         Pattern::CountCompleted => {
             "SELECT count(*) FROM flow_run WHERE state_type = 'COMPLETED'".to_owned()
         }
-        Pattern::FlowList => format!(
-            "SELECT id, name, tags, created, updated FROM flow ORDER BY name COLLATE \"C\" LIMIT {}",
-            appview::FLOW_LIMIT
-        ),
-        _ => appview::list_sql(&q)
-            .expect("list pattern")
-            .replace("?1", "$1")
-            .replace("?2", "$2"),
+        Pattern::FlowList => appview::flow_list_sql().to_owned(),
+        _ => pg(appview::list_sql(&q).expect("list pattern")),
     }
 }
 
@@ -223,7 +181,7 @@ pub async fn read(t: &TierDb, q: &Query) -> Page {
                 let state = row.get::<_, Option<&str>>(17).map(|sid| {
                     Arc::new(FlowRunState {
                         id: Uuid::parse(sid).expect("state id"),
-                        run_id: run.id,
+                        run_id: uuid(row, 22),
                         state_type: StateType::parse(row.get::<_, &str>(18)).expect("type"),
                         name: row.get(19),
                         timestamp: row.get(20),
@@ -276,7 +234,7 @@ struct Writes {
 async fn prepare_writes(c: &Client) -> Result<Writes, tokio_postgres::Error> {
     Ok(Writes {
         flow: c.prepare(INSERT_FLOW).await?,
-        run: c.prepare(&insert_run_sql()).await?,
+        run: c.prepare(&pg(appview::insert_run_sql())).await?,
         state: c.prepare(INSERT_STATE).await?,
         update: c.prepare(UPDATE_RUN).await?,
     })
@@ -325,7 +283,7 @@ async fn insert_flow(c: &Client, st: &Statement, f: &Flow) -> Result<u64, tokio_
             &f.created,
             &f.updated,
             &f.name,
-            &tags_json(&f.tags),
+            &appview::tags_value(&f.tags),
         ],
     )
     .await
@@ -350,8 +308,8 @@ async fn insert_run(c: &Client, st: &Statement, r: &FlowRun) -> Result<u64, toki
             &r.run_count,
             &r.created,
             &r.updated,
-            &tags_json(&r.tags),
-            &params_json(&r.parameters),
+            &appview::tags_value(&r.tags),
+            &appview::params_value(&r.parameters),
         ],
     )
     .await
@@ -402,7 +360,7 @@ async fn load(c: &Client, tier: &Tier) -> Result<(), tokio_postgres::Error> {
     for chunk in states.chunks(256) {
         futures_join(chunk.iter().map(|s| insert_state(c, &w.state, s))).await?;
     }
-    c.batch_execute(INDEXES).await?;
+    c.batch_execute(appview::INDEXES).await?;
     c.batch_execute("COMMIT").await?;
     c.batch_execute("ANALYZE").await
 }
@@ -455,7 +413,7 @@ pub fn setup(rt: &Runtime, tiers: &[Tier], context: &mut serde_json::Value) -> R
                 .await
                 .map_err(pg_error)?;
             client
-                .batch_execute(&format!("{TABLES}{INDEXES}"))
+                .batch_execute(&format!("{TABLES}{}", appview::INDEXES))
                 .await
                 .map_err(pg_error)?;
             if tier.name == "300" {
@@ -511,7 +469,8 @@ pub fn seed_write(target: &mut BenchTarget, rt: &Runtime, pg: &Pg, tier: &Tier) 
             for _ in 0..iters {
                 rt.block_on(async {
                     c.batch_execute(&format!(
-                        "DROP SCHEMA IF EXISTS seed CASCADE; CREATE SCHEMA seed; SET search_path TO seed; {TABLES}{INDEXES}"
+                        "DROP SCHEMA IF EXISTS seed CASCADE; CREATE SCHEMA seed; SET search_path TO seed; {TABLES}{}",
+                        appview::INDEXES
                     ))
                     .await
                     .expect("fresh schema");

@@ -13,8 +13,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use appview::{
-    FLOW_NSID, Flow, FlowRun, FlowRunState, Page, Pattern, Query, RUN_NSID, Record, RunWithState,
-    STATE_NSID, decode_record, encode_record,
+    FLOW_NSID, Flow, FlowRun, FlowRunState, Page, Pattern, Query, RUN_NSID, Record, RecordRef,
+    RunWithState, STATE_NSID, decode_record, encode_record,
 };
 use redis::aio::MultiplexedConnection;
 use tokio::runtime::Runtime;
@@ -59,7 +59,7 @@ async fn load(c: &mut MultiplexedConnection, p: &str, tier: &Tier) -> redis::Red
         let t = r.state_type.as_str();
         pipe.cmd("SET")
             .arg(format!("{p}run:{id}"))
-            .arg(encode_record(&Record::Run((**r).clone())))
+            .arg(encode_record(RecordRef::Run(r)))
             .ignore();
         pipe.cmd("SADD")
             .arg(format!("{p}type:{t}"))
@@ -96,7 +96,7 @@ async fn load(c: &mut MultiplexedConnection, p: &str, tier: &Tier) -> redis::Red
     for s in tier.index.states() {
         pipe.cmd("SET")
             .arg(format!("{p}state:{}", s.id))
-            .arg(encode_record(&Record::State((**s).clone())))
+            .arg(encode_record(RecordRef::State(s)))
             .ignore();
         n += 1;
         if n % 2000 == 0 {
@@ -106,7 +106,7 @@ async fn load(c: &mut MultiplexedConnection, p: &str, tier: &Tier) -> redis::Red
     }
     for f in tier.index.flows() {
         let mut value = f.id.to_string().into_bytes();
-        value.extend(encode_record(&Record::Flow((**f).clone())));
+        value.extend(encode_record(RecordRef::Flow(f)));
         pipe.cmd("SET")
             .arg(format!("{p}flow:{}", f.name))
             .arg(value)

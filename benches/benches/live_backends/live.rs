@@ -82,6 +82,25 @@ pub fn unavailable(target: &mut BenchTarget, backend: &str, groups: &[&str], rea
     }
 }
 
+/// A backend that could not be set up, whose groups other backends share:
+/// an error under `BENCH_REQUIRE_LIVE=1`, else its `implementation` rows
+/// of each group are skipped with the reason (the others still run).
+pub fn unavailable_rows(
+    target: &mut BenchTarget,
+    implementation: &str,
+    groups: &[&str],
+    reason: &str,
+) {
+    unavailable(target, implementation, &[], reason);
+    for g in groups {
+        target.skip_rows(
+            g,
+            implementation,
+            &format!("{implementation} unavailable: {reason}"),
+        );
+    }
+}
+
 /// Name of this run's database / prefix / bucket.
 pub fn run_name() -> String {
     format!("atbench_live_{}", std::process::id())

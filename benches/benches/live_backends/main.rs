@@ -18,6 +18,8 @@ use benches::target::{BenchTarget, Budget};
 #[path = "../appview/groups.rs"]
 mod appview_groups;
 mod appview_live;
+#[path = "../appview/lookups.rs"]
+mod appview_lookups;
 mod appview_pg;
 mod appview_redis;
 mod live;

@@ -15,7 +15,7 @@ use benches::target::BenchTarget;
 use criterion::{SamplingMode, Throughput};
 use repo::crypto::PublicKey;
 use repo::firehose::{Frame, verify_commit};
-use store::bench_internals::{self, DetachedRepo, IndexOnly};
+use store::bench_internals::{self, DetachedRepo, IndexOnly, IndexOnlyRecord};
 use store::{Config, Store};
 
 use crate::fixtures::{Fixtures, LIKE, POST, cbor};
@@ -148,16 +148,17 @@ pub fn run(target: &mut BenchTarget, fx: &Fixtures) {
     // the index row, and an event that is the #commit of that record.
     let (did, key, writes) = &prepared[0];
     let seq = bench_internals::index_only_write(&idx, did, writes[0].clone()).expect("index write");
+    let like = &writes[0].records[0];
     assert_eq!(
-        idx.current_cid(did, LIKE, &writes[0].rkey).expect("lookup"),
-        Some(writes[0].cid)
+        idx.current_cid(did, LIKE, &like.rkey).expect("lookup"),
+        Some(like.cid)
     );
     let events = idx.events_after(seq - 1, 1).expect("events");
     let Ok(Frame::Commit(c)) = Frame::decode(&events[0].frame) else {
         panic!("the index-only event is not a #commit frame");
     };
     assert_eq!((c.seq, c.repo), (seq, did.as_str()));
-    assert_eq!(c.ops[0].cid, Some(writes[0].cid));
+    assert_eq!(c.ops[0].cid, Some(like.cid));
     verify_commit(&c, &HashMap::from([(did.clone(), key.clone())])).expect("the event verifies");
     for callers in [1usize, 10] {
         bench_callers(
@@ -202,9 +203,11 @@ fn index_only_writes(caller: usize, n: usize) -> (String, PublicKey, Vec<Arc<Ind
             }));
             let planned = account.plan_create(LIKE, &rkey, like).expect("plans");
             Arc::new(IndexOnly {
-                collection: LIKE.to_owned(),
-                rkey,
-                cid: planned.record,
+                records: vec![IndexOnlyRecord {
+                    collection: LIKE.to_owned(),
+                    rkey,
+                    cid: planned.record,
+                }],
                 rev: planned.rev.clone(),
                 event: account.commit_event(&planned).expect("event"),
             })

@@ -11,7 +11,8 @@
 //! store stored for it, which the store hands back with the commit
 //! (`Store::apply_writes_framed`: the same bytes `events_after` returns,
 //! without a read back). Opening rebuilds the index
-//! from the repository alone ([`crate::rebuild`]).
+//! from the repository alone ([`crate::rebuild`]), and so does a frame
+//! the index fails to apply, so it never lags a commit that landed.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, RwLock, RwLockReadGuard};
@@ -21,7 +22,7 @@ use store::{Config, RecordWrite, Store, StoreError};
 
 use crate::error::{AppviewError, Result};
 use crate::index::Index;
-use crate::model::{Mutation, Record};
+use crate::model::{Mutation, RecordRef};
 use crate::plan::{Input, plan};
 use crate::query::{Page, Query, ReadBackend};
 use crate::record;
@@ -113,9 +114,22 @@ impl AppView {
         // commit (the bytes a `subscribeRepos` consumer gets), so the index
         // decodes the commit's blocks without reading the event back.
         let committed = self.store.apply_writes_framed(&self.did, writes, None)?;
-        let mut index = self.index.write().unwrap_or_else(|p| p.into_inner());
-        index.apply_commit(&committed.frame)?;
+        self.index_commit(&committed.frame)?;
         Ok(mutation)
+    }
+
+    /// Feeds the index the frame of a commit the store has already made.
+    /// The commit stands whatever the index does with it, so when the
+    /// frame fails to apply the index is rebuilt from the repository
+    /// (which holds the commit) before the error is returned: the index
+    /// never stays behind the repository. Called under the write lock.
+    fn index_commit(&self, frame: &[u8]) -> Result<()> {
+        let mut index = self.index.write().unwrap_or_else(|p| p.into_inner());
+        let Err(e) = index.apply_commit(frame) else {
+            return Ok(());
+        };
+        *index = crate::rebuild::rebuild(&self.store, &self.did)?;
+        Err(e)
     }
 
     /// [`apply`](Self::apply) of a workload operation.
@@ -140,22 +154,48 @@ impl ReadBackend for AppView {
 /// the same writes through the store alone (`appview.seed_write`'s store
 /// floor).
 pub fn store_writes(mutation: &Mutation) -> Vec<RecordWrite> {
-    mutation
-        .records()
-        .iter()
-        .map(|r| write_of(r, mutation))
-        .collect()
+    mutation.records().map(|r| write_of(r, mutation)).collect()
 }
 
 /// The store write of one record of `mutation`: a run is created by
 /// `CreateRun` and replaced by `SetState`; everything else is new.
-fn write_of(r: &Record, mutation: &Mutation) -> RecordWrite {
+fn write_of(r: RecordRef<'_>, mutation: &Mutation) -> RecordWrite {
     let rkey = r.id().to_string();
     let bytes = record::encode(r);
     match (r, mutation) {
-        (Record::Run(_), Mutation::SetState(..)) => {
+        (RecordRef::Run(_), Mutation::SetState(..)) => {
             RecordWrite::update(r.collection(), &rkey, bytes)
         }
         _ => RecordWrite::create(r.collection(), Some(&rkey), bytes),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Flow;
+    use crate::uuid::Uuid;
+
+    #[test]
+    fn a_frame_the_index_refuses_rebuilds_it_from_the_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = AppView::open(dir.path(), Config::default()).unwrap();
+        // A commit the index has not seen (written past it), then a frame
+        // that does not decode: the index must come back to the repository.
+        let flow = Mutation::CreateFlow(Flow {
+            id: Uuid(0x0f3a_9e2c_1b4d_4e5f_8a6b_7c8d_9e0f_1a2b),
+            name: "behind".into(),
+            tags: vec![],
+            created: 1,
+            updated: 1,
+        });
+        app.store
+            .apply_writes_framed(&app.did, store_writes(&flow), None)
+            .unwrap();
+        assert_eq!(app.index().flow_count(), 0);
+        let e = app.index_commit(b"not a frame").unwrap_err();
+        assert!(matches!(e, AppviewError::BadCommit(_)), "{e}");
+        assert_eq!(app.index().flow_count(), 1);
+        assert_eq!(*app.index(), app.rebuild_index().unwrap());
     }
 }

@@ -18,8 +18,9 @@ pub fn load(workload: &Workload) -> Result<(Index, Vec<Mutation>)> {
     let mut mutations = Vec::with_capacity(workload.ops.len());
     for op in &workload.ops {
         let m = plan(&index, &Input::from_op(op)?)?;
+        // The index keeps its own copy; the mutation is returned too.
         for r in m.records() {
-            index.apply_record(r);
+            index.apply_record(r.to_record());
         }
         mutations.push(m);
     }

@@ -44,6 +44,16 @@ pub enum AppviewError {
         /// The current state's (µs).
         current: i64,
     },
+    /// A state change whose derived run field does not fit an `i64` (a
+    /// run count already at the maximum, or a run time between extreme
+    /// timestamps).
+    #[error("flow run {run}: {field} would overflow")]
+    Overflow {
+        /// The run.
+        run: String,
+        /// The field (`runCount`, `totalRunTime`).
+        field: &'static str,
+    },
     /// A query pattern name outside the spec's seven.
     #[error("unknown read pattern {0:?} (expected one of: {patterns})", patterns = crate::query::PATTERN_NAMES.join(", "))]
     UnknownPattern(String),

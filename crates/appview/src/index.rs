@@ -11,7 +11,9 @@
 //!
 //! How it is fed: [`Index::apply_commit`] takes a `#commit` frame as the
 //! store sequences it, decodes the records of its ops from the commit's
-//! CAR blocks (each record block's hash checked) and applies each through
+//! CAR blocks (the CAR parsed without hashing its blocks; each record
+//! block an op names hashed against its CID, the commit and MST proof
+//! blocks neither hashed nor read) and applies each through
 //! [`Index::apply_record`]: a run is taken out of the sets its previous
 //! version was in and put into those of the new one (rescored). Bulk
 //! loads (the 10^5-run tier) call `apply_record` directly with the same
@@ -27,12 +29,13 @@ use repo::firehose::{Action, Frame};
 use crate::error::{AppviewError, Result};
 use crate::model::{
     FLOW_NSID, Flow, FlowRun, FlowRunState, RUN_NSID, Record, STATE_NSID, StateType,
+    is_appview_collection,
 };
 use crate::ordset::OrdSet;
 use crate::plan::Lookup;
 use crate::query::{
     ACTIVE_LIMIT, COMPLETED_LIMIT, FLOW_LIMIT, PAGE_LIMIT, PAGE_OFFSET, Page, Query, ReadBackend,
-    RunWithState, WINDOW_LIMIT, WINDOW_US,
+    RunWithState, WINDOW_LIMIT, window,
 };
 use crate::record;
 use crate::uuid::Uuid;
@@ -210,7 +213,7 @@ impl Index {
             let (collection, rkey) = op.path.split_once('/').ok_or_else(|| {
                 AppviewError::BadCommit(format!("op path {:?} has no '/'", op.path))
             })?;
-            if ![FLOW_NSID, RUN_NSID, STATE_NSID].contains(&collection) {
+            if !is_appview_collection(collection) {
                 continue;
             }
             let id = Uuid::parse(rkey)?;
@@ -293,7 +296,7 @@ impl Index {
                     Some(after) => set.rank(&(after, Uuid(0))),
                     None => set.len(),
                 };
-                let from = now.saturating_sub(WINDOW_US);
+                let (from, _) = window(now);
                 self.page(
                     set.rev_from(end)
                         .take_while(|k| k.0 >= from)

@@ -50,19 +50,21 @@ pub use app::{APPVIEW_DID, AppView, STORE_FILE, signing_key, store_path, store_w
 pub use error::{AppviewError, Result};
 pub use index::Index;
 pub use model::{
-    FLOW_NSID, Flow, FlowRun, FlowRunState, Mutation, RUN_NSID, Record, STATE_NSID, StateType,
+    FLOW_NSID, Flow, FlowRun, FlowRunState, Mutation, RUN_NSID, Record, RecordRef, STATE_NSID,
+    StateType,
 };
 pub use ordset::{DEFAULT_CHUNK, OrdSet};
 pub use plan::{Input, Lookup, NewFlow, NewRun, NewState, plan};
 pub use query::{
     ACTIVE_LIMIT, COMPLETED_LIMIT, FLOW_LIMIT, PAGE_LIMIT, PAGE_OFFSET, PATTERN_NAMES, Page,
-    Pattern, Query, ReadBackend, RunWithState, WINDOW_LIMIT, WINDOW_US,
+    Pattern, Query, ReadBackend, RunWithState, WINDOW_LIMIT, WINDOW_US, window,
 };
 pub use rebuild::{index_car, rebuild};
 pub use record::{decode as decode_record, encode as encode_record};
 pub use sqlite::{
-    INDEX_NAMES, INDEXES, PRAGMAS, RUN_COLUMNS, SqliteBaseline, TABLES, list_sql, params_from_json,
-    params_json, run_from_row, tags_from_json, tags_json, window,
+    INDEX_NAMES, INDEXES, PRAGMAS, RUN_COLUMNS, SqliteBaseline, TABLES, flow_list_sql,
+    insert_run_sql, list_sql, params_from_json, params_json, params_value, point_lookup_sql,
+    run_from_row, tags_from_json, tags_json, tags_value,
 };
 pub use uuid::Uuid;
 

@@ -13,6 +13,12 @@ pub const RUN_NSID: &str = "dev.atbench.appview.flowRun";
 /// Collection of state history records (rkey = the state's id).
 pub const STATE_NSID: &str = "dev.atbench.appview.flowRunState";
 
+/// Whether `collection` is one of the appview's three (records of other
+/// collections in the repository or a commit are not the index's).
+pub fn is_appview_collection(collection: &str) -> bool {
+    matches!(collection, FLOW_NSID | RUN_NSID | STATE_NSID)
+}
+
 /// A run's state type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum StateType {
@@ -196,6 +202,57 @@ impl Record {
     }
 }
 
+/// One record, borrowed (what [`Mutation::records`] yields and
+/// [`crate::encode_record`] takes, so a write encodes without cloning).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordRef<'a> {
+    /// A flow.
+    Flow(&'a Flow),
+    /// A run.
+    Run(&'a FlowRun),
+    /// A state.
+    State(&'a FlowRunState),
+}
+
+impl RecordRef<'_> {
+    /// Its collection.
+    pub fn collection(self) -> &'static str {
+        match self {
+            RecordRef::Flow(_) => FLOW_NSID,
+            RecordRef::Run(_) => RUN_NSID,
+            RecordRef::State(_) => STATE_NSID,
+        }
+    }
+
+    /// Its id (the record key).
+    pub fn id(self) -> Uuid {
+        match self {
+            RecordRef::Flow(f) => f.id,
+            RecordRef::Run(r) => r.id,
+            RecordRef::State(s) => s.id,
+        }
+    }
+
+    /// An owned copy.
+    pub fn to_record(self) -> Record {
+        match self {
+            RecordRef::Flow(f) => Record::Flow(f.clone()),
+            RecordRef::Run(r) => Record::Run(r.clone()),
+            RecordRef::State(s) => Record::State(s.clone()),
+        }
+    }
+}
+
+impl<'a> From<&'a Record> for RecordRef<'a> {
+    fn from(r: &'a Record) -> Self {
+        match r {
+            Record::Flow(f) => RecordRef::Flow(f),
+            Record::Run(r) => RecordRef::Run(r),
+            Record::State(s) => RecordRef::State(s),
+        }
+    }
+}
+
 /// What one client operation changes: the records of one commit (and of
 /// one SQL transaction in the baselines).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,13 +266,14 @@ pub enum Mutation {
 }
 
 impl Mutation {
-    /// The records it writes, in the order they are written.
-    pub fn records(&self) -> Vec<Record> {
-        match self {
-            Mutation::CreateFlow(f) => vec![Record::Flow(f.clone())],
+    /// The records it writes, in the order they are written, borrowed.
+    pub fn records(&self) -> impl Iterator<Item = RecordRef<'_>> {
+        let (first, second) = match self {
+            Mutation::CreateFlow(f) => (RecordRef::Flow(f), None),
             Mutation::CreateRun(r, s) | Mutation::SetState(r, s) => {
-                vec![Record::Run(r.clone()), Record::State(s.clone())]
+                (RecordRef::Run(r), Some(RecordRef::State(s)))
             }
-        }
+        };
+        std::iter::once(first).chain(second)
     }
 }

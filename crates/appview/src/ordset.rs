@@ -50,13 +50,14 @@ impl<K: Ord + Copy> PartialEq for OrdSet<K> {
 impl<K: Ord + Copy> Eq for OrdSet<K> {}
 
 impl<K: Ord + Copy> OrdSet<K> {
-    /// An empty set whose chunks split past `2 * chunk` keys (at least 1).
+    /// An empty set whose chunks split past `2 * chunk` keys (`chunk`
+    /// clamped to `1..=usize::MAX / 2`, so `2 * chunk` cannot overflow).
     pub fn with_chunk(chunk: usize) -> Self {
         OrdSet {
             chunks: Vec::new(),
             tree: vec![0],
             len: 0,
-            chunk: chunk.max(1),
+            chunk: chunk.clamp(1, usize::MAX / 2),
         }
     }
 
@@ -161,7 +162,8 @@ impl<K: Ord + Copy> OrdSet<K> {
         true
     }
 
-    /// Whether `key` is held.
+    /// Whether `key` is held (the model test's; the index asks its maps).
+    #[cfg(test)]
     pub fn contains(&self, key: &K) -> bool {
         !self.chunks.is_empty() && self.chunks[self.chunk_of(key)].binary_search(key).is_ok()
     }
@@ -208,7 +210,9 @@ impl<K: Ord + Copy> OrdSet<K> {
         self.chunks.get(c)?.get(o)
     }
 
-    /// Keys from rank `r` upwards.
+    /// Keys from rank `r` upwards (the model test's; every page of the
+    /// index reads downwards, [`rev_from`](Self::rev_from)).
+    #[cfg(test)]
     pub fn iter_from(&self, r: usize) -> impl Iterator<Item = &K> + '_ {
         let (c, o) = if r >= self.len {
             (self.chunks.len(), 0)
@@ -309,6 +313,17 @@ mod tests {
             }
             prop_assert!(set.iter().copied().eq(model.iter().copied()));
         }
+    }
+
+    #[test]
+    fn a_huge_chunk_does_not_overflow() {
+        let mut set = OrdSet::with_chunk(usize::MAX);
+        for k in 0..10u32 {
+            assert!(set.insert(k));
+        }
+        assert_eq!(set.len(), 10);
+        assert!(set.remove(&3));
+        assert_eq!(set.rank(&9), 8);
     }
 
     #[test]

@@ -210,15 +210,142 @@ pub fn plan_state(at: &impl Lookup, s: &NewState) -> Result<Mutation> {
     run.state_name = s.name.clone();
     run.state_timestamp = s.timestamp;
     run.updated = s.timestamp;
+    // The run's fields come from decoded records and client timestamps:
+    // any i64, so the arithmetic is checked.
+    let overflow = |field| AppviewError::Overflow {
+        run: s.run_id.to_string(),
+        field,
+    };
     if s.state_type == StateType::Running {
-        run.run_count += 1;
+        run.run_count = run
+            .run_count
+            .checked_add(1)
+            .ok_or_else(|| overflow("runCount"))?;
         run.start = run.start.or(Some(s.timestamp));
         run.next_scheduled_start = None;
     }
     if s.state_type.is_terminal() {
         run.end = Some(s.timestamp);
-        run.total_run_time = run.start.map_or(0, |start| s.timestamp - start);
+        run.total_run_time = match run.start {
+            Some(start) => s
+                .timestamp
+                .checked_sub(start)
+                .ok_or_else(|| overflow("totalRunTime"))?,
+            None => 0,
+        };
         run.next_scheduled_start = None;
     }
     Ok(Mutation::SetState(run, s.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// A lookup holding one run.
+    struct One(HashMap<Uuid, FlowRun>);
+
+    impl Lookup for One {
+        fn flow(&self, _: Uuid) -> Option<&Flow> {
+            None
+        }
+        fn flow_name_taken(&self, _: &str) -> bool {
+            false
+        }
+        fn run(&self, id: Uuid) -> Option<&FlowRun> {
+            self.0.get(&id)
+        }
+        fn id_taken(&self, id: Uuid) -> bool {
+            self.0.contains_key(&id)
+        }
+    }
+
+    fn run(state_type: StateType, state_timestamp: i64, start: Option<i64>, run_count: i64) -> One {
+        One(HashMap::from([(
+            Uuid(1),
+            FlowRun {
+                id: Uuid(1),
+                flow_id: Uuid(2),
+                name: "r".into(),
+                state_id: Uuid(3),
+                state_type,
+                state_name: "s".into(),
+                state_timestamp,
+                expected_start: 0,
+                next_scheduled_start: None,
+                start,
+                end: None,
+                total_run_time: 0,
+                run_count,
+                created: 0,
+                updated: 0,
+                tags: vec![],
+                parameters: vec![],
+            },
+        )]))
+    }
+
+    fn to(state_type: StateType, timestamp: i64) -> NewState {
+        NewState {
+            id: Uuid(4),
+            run_id: Uuid(1),
+            state_type,
+            name: "n".into(),
+            timestamp,
+            message: String::new(),
+        }
+    }
+
+    #[test]
+    fn run_count_at_the_maximum_is_refused() {
+        let at = run(StateType::Pending, 0, None, i64::MAX);
+        let e = plan_state(&at, &to(StateType::Running, 1)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                AppviewError::Overflow {
+                    field: "runCount",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn run_time_between_extreme_timestamps_is_refused() {
+        let at = run(StateType::Running, i64::MIN, Some(i64::MIN), 1);
+        let e = plan_state(&at, &to(StateType::Completed, i64::MAX)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                AppviewError::Overflow {
+                    field: "totalRunTime",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn any_state_change_plans_or_refuses_without_panicking(
+            current in crate::record::tests::arb_state_type(),
+            next in crate::record::tests::arb_state_type(),
+            state_ts in any::<i64>(),
+            start in any::<Option<i64>>(),
+            run_count in any::<i64>(),
+            ts in any::<i64>(),
+        ) {
+            let at = run(current, state_ts, start, run_count);
+            if let Ok(Mutation::SetState(r, _)) = plan_state(&at, &to(next, ts)) {
+                prop_assert_eq!(r.state_timestamp, ts);
+            }
+        }
+    }
 }

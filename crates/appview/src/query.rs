@@ -22,6 +22,12 @@ pub const PAGE_LIMIT: usize = 50;
 pub const FLOW_LIMIT: usize = 200;
 /// `completed_1h`'s window (µs).
 pub const WINDOW_US: i64 = 3_600_000_000;
+/// `completed_1h`'s bounds ending at `now`: end in `[now - 1h, now]`
+/// (every backend's window).
+pub fn window(now: i64) -> (i64, i64) {
+    (now.saturating_sub(WINDOW_US), now)
+}
+
 /// `completed_1h`'s page size (a window can hold any number of runs; a
 /// page is bounded like every other list).
 pub const WINDOW_LIMIT: usize = 50;

@@ -14,7 +14,8 @@ use repo::cbor::{Map, Value};
 
 use crate::error::{AppviewError, Result};
 use crate::model::{
-    FLOW_NSID, Flow, FlowRun, FlowRunState, RUN_NSID, Record, STATE_NSID, StateType,
+    FLOW_NSID, Flow, FlowRun, FlowRunState, RUN_NSID, Record, RecordRef, STATE_NSID, StateType,
+    is_appview_collection,
 };
 use crate::uuid::Uuid;
 
@@ -36,9 +37,10 @@ fn tags(t: &[String]) -> Value {
 /// The record's DAG-CBOR bytes, written field by field in canonical key
 /// order (length, then bytes) without building a value tree; the tests
 /// hold it byte-equal to a value tree's encoding.
-pub fn encode(record: &Record) -> Vec<u8> {
+pub fn encode<'a>(record: impl Into<RecordRef<'a>>) -> Vec<u8> {
+    let record = record.into();
     let mut out = Vec::with_capacity(match record {
-        Record::Run(_) => 512,
+        RecordRef::Run(_) => 512,
         _ => 160,
     });
     let mut e = Encoder::new(&mut out);
@@ -54,7 +56,7 @@ pub fn encode(record: &Record) -> Vec<u8> {
     };
     let mut uuid = [0u8; 36];
     match record {
-        Record::Flow(f) => {
+        RecordRef::Flow(f) => {
             e.map(5);
             e.text("name");
             e.text(&f.name);
@@ -67,7 +69,7 @@ pub fn encode(record: &Record) -> Vec<u8> {
             e.text("updated");
             e.int(f.updated);
         }
-        Record::Run(r) => {
+        RecordRef::Run(r) => {
             e.map(17);
             e.text("end");
             opt(&mut e, r.end);
@@ -111,7 +113,7 @@ pub fn encode(record: &Record) -> Vec<u8> {
             e.text("nextScheduledStart");
             opt(&mut e, r.next_scheduled_start);
         }
-        Record::State(st) => {
+        RecordRef::State(st) => {
             e.map(6);
             e.text("run");
             e.text(st.run_id.write_to(&mut uuid));
@@ -183,13 +185,19 @@ struct Fields<'a, 'b> {
     rkey: &'b str,
 }
 
+/// The error naming record `collection/rkey` (the key cut to 64 chars:
+/// it may be anything a commit carried).
+fn bad_record(collection: &str, rkey: &str, reason: String) -> AppviewError {
+    AppviewError::BadRecord {
+        collection: collection.to_owned(),
+        rkey: rkey.chars().take(64).collect(),
+        reason,
+    }
+}
+
 impl<'a> Fields<'a, '_> {
     fn bad(&self, reason: String) -> AppviewError {
-        AppviewError::BadRecord {
-            collection: self.collection.to_owned(),
-            rkey: self.rkey.chars().take(64).collect(),
-            reason,
-        }
+        bad_record(self.collection, self.rkey, reason)
     }
 
     fn get(&self, key: &str) -> Result<&ValueRef<'a>> {
@@ -265,14 +273,10 @@ impl<'a> Fields<'a, '_> {
 /// Decodes a record of `collection` at `rkey` (whose id the key is).
 /// `Ok(None)` for a collection that is not the appview's.
 pub fn decode(collection: &str, rkey: &str, bytes: &[u8]) -> Result<Option<Record>> {
-    if ![FLOW_NSID, RUN_NSID, STATE_NSID].contains(&collection) {
+    if !is_appview_collection(collection) {
         return Ok(None);
     }
-    let bad = |reason: String| AppviewError::BadRecord {
-        collection: collection.to_owned(),
-        rkey: rkey.chars().take(64).collect(),
-        reason,
-    };
+    let bad = |reason: String| bad_record(collection, rkey, reason);
     let value = cbor::decode(bytes).map_err(|e| bad(e.to_string()))?;
     let ValueRef::Map(map) = &value else {
         return Err(bad("not a map".to_owned()));

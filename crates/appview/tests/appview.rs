@@ -9,6 +9,7 @@ use appview::{
     APPVIEW_DID, AppView, AppviewError, Index, Input, NewFlow, NewRun, NewState, Pattern, Query,
     ReadBackend, SqliteBaseline, StateType, Uuid, bulk,
 };
+use datagen::appview::Op;
 use repo::firehose::{Frame, verify_commit};
 use store::Config;
 
@@ -23,7 +24,8 @@ fn seeded(dir: &std::path::Path, runs: usize) -> (AppView, datagen::appview::Wor
 
 /// Every pattern answers the same page on both backends; returns the
 /// rows compared.
-fn same_pages(a: &dyn ReadBackend, b: &dyn ReadBackend, index: &Index, now: i64) -> usize {
+fn same_pages(index: &Index, b: &dyn ReadBackend, now: i64) -> usize {
+    let a: &dyn ReadBackend = index;
     let (latest, _) = index.defaults();
     let probe = [latest.unwrap(), Uuid(7)];
     let mut rows = 0;
@@ -78,13 +80,44 @@ fn seeded_stream_index_rebuild_restart_and_sqlite_agree() {
     for m in &mutations {
         sql.apply(m).unwrap();
     }
-    let rows = same_pages(&live, &sql, &live, w.now_us);
+    let rows = same_pages(&live, &sql, w.now_us);
     assert!(rows > 300, "{rows} rows compared");
-    let count = live.read(&Query::CountCompleted);
-    assert_eq!(
-        count,
-        appview::Page::Count(live.count_in(StateType::Completed) as u64)
-    );
+    // The set per flow, against the workload's runs of each flow.
+    let mut per_flow: HashMap<Uuid, usize> = HashMap::new();
+    for op in &w.ops {
+        if let Op::Run(r) = op {
+            *per_flow
+                .entry(Uuid::parse(&r.flow_id).unwrap())
+                .or_default() += 1;
+        }
+    }
+    assert_eq!(per_flow.len(), 5);
+    for f in live.flows() {
+        assert_eq!(live.runs_of_flow(f.id), per_flow[&f.id], "{}", f.name);
+    }
+
+    // The count, against the workload's own final states (each run's last
+    // state op; a run without one stays PENDING).
+    let mut last: HashMap<&str, &str> = HashMap::new();
+    for op in &w.ops {
+        match op {
+            Op::Run(r) => {
+                last.insert(&r.id, "PENDING");
+            }
+            Op::State(s) => {
+                last.insert(&s.run_id, s.state_type);
+            }
+            Op::Flow(_) => {}
+        }
+    }
+    let completed = last.values().filter(|t| **t == "COMPLETED").count() as u64;
+    assert!(completed > 100, "{completed} completed runs");
+    for backend in [&live as &dyn ReadBackend, &sql] {
+        assert_eq!(
+            backend.query(&Query::CountCompleted).unwrap(),
+            appview::Page::Count(completed)
+        );
+    }
 }
 
 #[test]
@@ -95,7 +128,7 @@ fn larger_tier_bulk_index_matches_bulk_sqlite() {
     let mut sql = SqliteBaseline::open(&dir.path().join("b.sqlite")).unwrap();
     sql.load_index(&index).unwrap();
     sql.analyze().unwrap();
-    let rows = same_pages(&index, &sql, &index, w.now_us);
+    let rows = same_pages(&index, &sql, w.now_us);
     assert!(rows > 500, "{rows}");
     for q in [
         Query::Completed50,

@@ -70,3 +70,18 @@ fn unknown_pattern_and_empty_directory_are_clear_errors() {
     let (ok, _, err) = appview(&["query", "point_lookup", "--run", "nope", "--db", db]);
     assert!(!ok && err.contains("UUID"), "{err}");
 }
+
+#[test]
+fn an_absurd_run_count_is_refused_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("av");
+    let db = db.to_str().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_appview"))
+        .args(["seed", "--runs", &u64::MAX.to_string(), "--db", db])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--runs") && !err.contains("panicked"), "{err}");
+    assert!(!dir.path().join("av").exists(), "nothing was written");
+}

@@ -39,6 +39,10 @@ pub const SPACING_US: i64 = 60_000_000;
 pub const JITTER_US: i64 = 45_000_000;
 /// Runs per flow in the larger tiers (300 runs have 5 flows).
 pub const RUNS_PER_FLOW: usize = 60;
+/// The most runs a workload is meant for (100x the 10^5 tier; the CLI
+/// refuses more). Larger counts still generate, but their memory is the
+/// caller's problem: the up-front reservation stops at this size.
+pub const MAX_RUNS: usize = 10_000_000;
 
 /// Creates a flow.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,7 +166,9 @@ pub fn flow_count(runs: usize) -> usize {
 pub fn workload(runs: usize) -> Workload {
     let mut rng = stream_rng(APPVIEW_SEED, APPVIEW_STREAM);
     let flows = flow_count(runs);
-    let mut ops = Vec::with_capacity(flows + runs * 3);
+    // About three ops a run; the reservation is capped (and cannot
+    // overflow) for absurd counts.
+    let mut ops = Vec::with_capacity(flows.saturating_add(runs.min(MAX_RUNS) * 3));
     let mut flow_ids = Vec::with_capacity(flows);
     let mut flow_tags = Vec::with_capacity(flows);
     for i in 0..flows {

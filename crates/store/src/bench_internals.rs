@@ -10,12 +10,12 @@ pub use crate::events::SeqlessEvent;
 pub use crate::fixtures::{HistoryFixture, HistoryShape, build_history_fixture, reset_unversioned};
 pub use crate::plan_detached::{DetachedRepo, PlannedCommit};
 pub use crate::schema::{WRITER_PRAGMAS, pragmas};
-pub use crate::writer::IndexOnly;
+pub use crate::writer::{IndexOnly, IndexOnlyRecord};
 
 use crate::{Result, Store};
 
-/// Index-only write of `did`: record index upsert + block-ownership row +
-/// append of the prepared event, in one group-committed job, no CBOR, MST
+/// Index-only write of `did`: per record, index upsert + block-ownership
+/// row; then the append of the prepared event, in one group-committed job, no CBOR, MST
 /// or signing. Returns the event's seq.
 pub fn index_only_write(store: &Store, did: &str, write: Arc<IndexOnly>) -> Result<i64> {
     store.index_only_write(did, write)

@@ -133,8 +133,8 @@ impl Store {
         self.apply_writes(did, vec![w], swap_commit)
     }
 
-    /// The index-only write unit (`bench_internals`): one job writing the
-    /// record index row, a block-ownership row and a prepared event, with
+    /// The index-only write unit (`bench_internals`): one job writing each
+    /// record's index row and block-ownership row and a prepared event, with
     /// no CBOR, MST or signing.
     #[cfg(feature = "bench-internals")]
     pub(crate) fn index_only_write(

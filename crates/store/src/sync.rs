@@ -1,12 +1,13 @@
 //! Whole-repository operations: getRepo (CAR export), the
 //! subscribeRepos catch-up, CAR import and the repository check.
 
+use std::borrow::Cow;
 use std::io::Write;
 
 use repo::Cid;
 use repo::car::CarWriter;
 use repo::crypto::PublicKey;
-use repo::mst::Mst;
+use repo::mst::{BlockSource, BlockSourceError, Mst};
 use repo::syntax::validate_did;
 use rusqlite::{OptionalExtension, params};
 
@@ -222,19 +223,26 @@ impl Store {
             let positions = SharedPositions::new(NodePositions::new(usize::MAX));
             let conn: &rusqlite::Connection = &r;
             let mut mst = Mst::load(
-                PositionedBlocks::new(conn, did, root.data, &positions),
+                Recording::new(PositionedBlocks::new(conn, did, root.data, &positions)),
                 root.data,
             );
             let key = format!("{collection}/{rkey}");
             let rcid = cid_from_sql(&rcid)?;
-            if mst.get(&key)? != Some(rcid) {
+            // One walk: the proof's search path finds the value too.
+            let (proof, value) = mst.covering_proof_and_value(&key)?;
+            if value != Some(rcid) {
                 return Err(StoreError::Corrupt(format!(
                     "{did}: record index and MST disagree on {key}"
                 )));
             }
             let mut blocks = vec![(root.commit, commit_block(&r, did)?)];
-            for cid in mst.covering_proof(&key)? {
-                let bytes = mst.node_bytes(&cid)?;
+            for cid in proof {
+                // The bytes the walk read (a fresh tree reads every node
+                // through its source once); re-encoding is the fallback.
+                let bytes = match mst.source().take(&cid) {
+                    Some(b) => b,
+                    None => mst.node_bytes(&cid)?,
+                };
                 blocks.push((cid, bytes));
             }
             blocks.push((rcid, rbytes));
@@ -256,4 +264,35 @@ pub(crate) fn commit_block(conn: &rusqlite::Connection, did: &str) -> Result<Vec
         .optional()?
         .flatten()
         .ok_or_else(|| StoreError::Corrupt(format!("{did}: commit block missing")))
+}
+
+/// A block source that keeps a copy of each block it hands out, so a
+/// proof carries the node bytes as stored rather than a re-encoding.
+struct Recording<S> {
+    inner: S,
+    read: std::cell::RefCell<std::collections::HashMap<Cid, Vec<u8>>>,
+}
+
+impl<S> Recording<S> {
+    fn new(inner: S) -> Self {
+        Recording {
+            inner,
+            read: Default::default(),
+        }
+    }
+
+    /// The bytes read for `cid` (once: taken out).
+    fn take(&self, cid: &Cid) -> Option<Vec<u8>> {
+        self.read.borrow_mut().remove(cid)
+    }
+}
+
+impl<S: BlockSource> BlockSource for Recording<S> {
+    fn get_block(&self, cid: &Cid) -> std::result::Result<Option<Cow<'_, [u8]>>, BlockSourceError> {
+        let block = self.inner.get_block(cid)?;
+        if let Some(b) = &block {
+            self.read.borrow_mut().insert(*cid, b.to_vec());
+        }
+        Ok(block)
+    }
 }

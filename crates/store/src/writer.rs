@@ -244,28 +244,24 @@ impl Writer {
         })
     }
 
-    /// The index-only unit: the record's index row (no bytes; `rev` the
-    /// planned commit's), an ownership row where a node holding its key
-    /// would go, and `event` (prepared outside, see
+    /// The index-only unit: each record's index row (no bytes; `rev` the
+    /// planned commit's) and an ownership row where a node holding its key
+    /// would go, then `event` (prepared outside, see
     /// [`crate::events::SeqlessEvent`]) appended with the next seq.
     #[cfg(feature = "bench-internals")]
     pub(crate) fn index_only(&mut self, did: &str, write: &IndexOnly) -> Result<i64> {
         self.touch(did);
-        let c = write.cid.to_bytes();
-        let pos =
-            crate::node_pos::path_position(write.collection.as_bytes(), write.rkey.as_bytes());
-        self.conn
-            .prepare_cached(
-                "INSERT INTO records (did, collection, rkey, cid, repo_rev) VALUES (?1, ?2, ?3, ?4, ?5) \
-                 ON CONFLICT (did, collection, rkey) DO UPDATE SET cid = excluded.cid, repo_rev = excluded.repo_rev",
-            )?
-            .execute(rusqlite::params![did, write.collection, write.rkey, &c[..], write.rev])?;
-        put_nodes(
-            &self.conn,
-            did,
-            Some(&write.rev),
-            [(pos, &write.cid, &b""[..])],
-        )?;
+        for r in &write.records {
+            let c = r.cid.to_bytes();
+            let pos = crate::node_pos::path_position(r.collection.as_bytes(), r.rkey.as_bytes());
+            self.conn
+                .prepare_cached(
+                    "INSERT INTO records (did, collection, rkey, cid, repo_rev) VALUES (?1, ?2, ?3, ?4, ?5) \
+                     ON CONFLICT (did, collection, rkey) DO UPDATE SET cid = excluded.cid, repo_rev = excluded.repo_rev",
+                )?
+                .execute(rusqlite::params![did, r.collection, r.rkey, &c[..], write.rev])?;
+            put_nodes(&self.conn, did, Some(&write.rev), [(pos, &r.cid, &b""[..])])?;
+        }
         let seq = self.next_seq;
         let mut body = Vec::new();
         write.event.body_into(seq, &mut body);
@@ -274,19 +270,28 @@ impl Writer {
     }
 }
 
-/// One index-only write, prepared outside the timing: the record's key and
-/// CID, the rev its index row carries, and the event appended with it.
+/// One index-only write, prepared outside the timing: the records of one
+/// commit (key and CID of each), the rev their index rows carry, and the
+/// event appended with them.
 #[cfg(feature = "bench-internals")]
 #[derive(Debug, Clone)]
 pub struct IndexOnly {
+    /// The commit's records, one index row and one ownership row each.
+    pub records: Vec<IndexOnlyRecord>,
+    /// The rev written in their index and ownership rows.
+    pub rev: String,
+    /// The event appended (its seq filled in by the writer).
+    pub event: crate::events::SeqlessEvent,
+}
+
+/// One record of an [`IndexOnly`] write.
+#[cfg(feature = "bench-internals")]
+#[derive(Debug, Clone)]
+pub struct IndexOnlyRecord {
     /// The record's collection.
     pub collection: String,
     /// The record's key.
     pub rkey: String,
     /// The record's CID.
     pub cid: repo::Cid,
-    /// The rev written in its index and ownership rows.
-    pub rev: String,
-    /// The event appended (its seq filled in by the writer).
-    pub event: crate::events::SeqlessEvent,
 }

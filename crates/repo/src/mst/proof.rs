@@ -19,8 +19,19 @@ use crate::cid::Cid;
 impl<S: BlockSource> Mst<S> {
     /// The covering proof of `key` in the committed tree, root first.
     pub fn covering_proof(&mut self, key: &str) -> Result<Vec<Cid>, MstError> {
+        Ok(self.covering_proof_and_value(key)?.0)
+    }
+
+    /// [`covering_proof`](Self::covering_proof) and the value under `key`
+    /// (`None` when absent), from the same walk: a record proof checks
+    /// the value without a second search down the same path.
+    pub fn covering_proof_and_value(
+        &mut self,
+        key: &str,
+    ) -> Result<(Vec<Cid>, Option<Cid>), MstError> {
         let key = key.as_bytes();
         let mut out = Vec::new();
+        let mut value = None;
         let mut cur = Some(self.committed_root()?);
         while let Some(cid) = cur {
             if out.len() > 2 * MAX_LAYER as usize + 2 {
@@ -30,6 +41,7 @@ impl<S: BlockSource> Mst<S> {
             let node = self.ld.node(&cid)?;
             match node.search(key) {
                 Ok(i) => {
+                    value = Some(node.entries[i].value);
                     // Right spine of the subtree before the key (down to
                     // its predecessor) and left spine of the one after it
                     // (down to its successor).
@@ -55,6 +67,6 @@ impl<S: BlockSource> Mst<S> {
                 Err(i) => cur = node.gap(i),
             }
         }
-        Ok(out)
+        Ok((out, value))
     }
 }
