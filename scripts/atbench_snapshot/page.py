@@ -215,6 +215,7 @@ def first_screen(snapshot: dict[str, Any], source_name: str, sources: Sources, s
     ids = sum(len(g.ids) for g in groups)
     peers = sum(1 for r in snapshot.get("results", {}).values() if r.get("source") == "peer")
     areas = len({g.area for g in groups})
+    dataset = str((snapshot.get("dataset") or {}).get("fingerprint", "?"))
     return [
         "<header>",
         f"<h1>atbench benchmarks <span class=muted>{_e(snapshot.get('created', ''))}</span></h1>",
@@ -231,7 +232,7 @@ def first_screen(snapshot: dict[str, Any], source_name: str, sources: Sources, s
         f"<p>Head: <b>{_e(_commit(snapshot.get('git')))}</b></p>"
         f"<p>Baseline: {_baseline(snapshot, sources)}</p>"
         f"<p class=muted>Criterion {_e(snapshot.get('criterion_version', '?'))}; dataset "
-        f"{_e((snapshot.get('dataset') or {}).get('fingerprint', '?'))}</p></div>",
+        f"<span title=\"{_e(dataset)}\">{_e(dataset[:19] + ('…' if len(dataset) > 19 else ''))}</span></p></div>",
         *floor_card(snapshot),
         "</div>",
         *verdicts_section(snapshot),

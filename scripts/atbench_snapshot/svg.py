@@ -82,7 +82,7 @@ def latency_chart(
     """p50/p95/p99 (ns, log y) against concurrent callers (log x) of one id family: `series`
     holds latency records (callers, p50_ns, p95_ns, p99_ns, ...) sorted by callers; both axes
     are shared by the charts of one group (y_range, callers_range as powers of ten)."""
-    left, right, top, bottom = 46, width - 8, 8, height - 22
+    left, right, top, bottom = 46, width - 14, 8, height - 26
     y_first, y_last = y_range
     x_first, x_last = callers_range
 
@@ -105,7 +105,7 @@ def latency_chart(
         x = x_of(10.0**exponent)
         parts.append(f'<line x1="{_f(x)}" x2="{_f(x)}" y1="{top}" y2="{bottom}" stroke="#e5e5e5"/>')
         parts.append(f'<text x="{_f(x)}" y="{bottom + 12}" text-anchor="middle">{10**exponent}</text>')
-    parts.append(f'<text x="{right}" y="{height - 1}" text-anchor="end">callers</text>')
+    parts.append(f'<text x="{(left + right) / 2:.0f}" y="{height - 2}" text-anchor="middle">concurrent callers</text>')
     for key, name, colour in PERCENTILE_STYLES:
         coordinates = [(x_of(r["callers"]), y_of(r[key])) for r in series]
         if len(coordinates) > 1:
