@@ -208,7 +208,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> list[Path]:
     if readme_text is not None:
         readme_path.write_text(readme_text, encoding="utf-8")
         written.append(readme_path)
-    written.append(regenerate_page(written[0], args.root, target_dir))  # bench-artifacts/index.html (bench_charts.py)
+    written.append(regenerate_page(written[0], args.root, args.criterion_dir or target_dir / "criterion"))
     for warning in warnings:
         print(f"bench_snapshot: warning: {warning}", file=sys.stderr)
     if withheld is not None and withheld.nearest:

@@ -19,6 +19,7 @@ import base64
 import json
 import os
 import select
+import signal
 import shutil
 import subprocess
 import sys
@@ -115,6 +116,7 @@ class Chromium:
                 stdout=subprocess.DEVNULL,
                 stderr=self._stderr,
                 pass_fds=(3, 4),
+                start_new_session=True,
                 preexec_fn=wire,  # noqa: PLW1509 - single-threaded callers; the fds must land on 3 and 4
             )
         finally:
@@ -132,14 +134,23 @@ class Chromium:
         self.close()
 
     def close(self) -> None:
+        """Ask Chromium to quit; past a few seconds, kill its process group (its own session)."""
+        if self.process.poll() is None:
+            self.timeout = 5.0
+            try:
+                self.call("Browser.close", session=None)
+            except (BrowserError, OSError):
+                pass
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
         for fd in (self._to_browser, self._from_browser):
             try:
                 os.close(fd)
             except OSError:
                 pass
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(timeout=10)
         self._stderr.close()
         shutil.rmtree(self._profile, ignore_errors=True)
 

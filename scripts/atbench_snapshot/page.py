@@ -435,7 +435,7 @@ def write_page(snapshot_path: Path, out_dir: Path, sources: Sources) -> Path:
     return target
 
 
-def regenerate(snapshot_path: Path, root: Path, target_dir: Path) -> Path:
+def regenerate(snapshot_path: Path, root: Path, criterion_dir: Path) -> Path:
     """The page of a snapshot just written by bench_snapshot.py, into root/bench-artifacts."""
-    sources = Sources(snapshot_path.parent, root / "benches" / "units.toml", target_dir / "criterion")
+    sources = Sources(snapshot_path.parent, root / "benches" / "units.toml", criterion_dir)
     return write_page(snapshot_path, root / "bench-artifacts", sources)
