@@ -188,9 +188,11 @@ def floor_card(snapshot: dict[str, Any]) -> list[str]:
     if not isinstance(paired, dict):
         out.append("<p class=muted>No paired re-measurement in this snapshot: no controls measured.</p></div>")
         return out
+    spread = paired.get("controls_spread_pct")
+    spread_text = "no controls measured" if spread is None else f"the controls' spread, {_e(spread)} %"
     out.append(
         f"<p>Floor <b>{_e(paired.get('floor_pct', '?'))} %</b> "
-        f"<span class=muted>(max of 2 % and the controls' spread, {_e(paired.get('controls_spread_pct', '?'))} %)</span></p>"
+        f"<span class=muted>(the larger of 2 % and {spread_text})</span></p>"
     )
     controls = [r for r in _valid_rows(paired) if r.get("control")]
     if controls:

@@ -138,7 +138,7 @@ class FixturePageTest(unittest.TestCase):
         self.assertIn("1 slower</b>, <b class=faster>1 faster</b>, 1 the same", first)
         slower, faster = first.index("1.25x slower"), first.index("1.25x faster")
         self.assertLess(slower, faster)  # 1.25 (table) before 1/0.80 = 1.25 (get_record): equal, by id
-        self.assertIn("Floor <b>3.1 %</b>", first)
+        self.assertIn("Floor <b>3.1 %</b> <span class=muted>(the larger of 2 % and the controls' spread, 3.1 %)", first)
         self.assertIn("calibrate.cpu/fixed/1MiB", first[first.index("Controls"):])
         self.assertIn("live_backends</b>: not re-measured", first)
         self.assertIn("3 snapshot(s) of this fingerprint", first)
@@ -188,6 +188,16 @@ class PageUnitsTest(unittest.TestCase):
         html = page.render(snapshot, "bench-20261130T200000Z.json", page.Sources(), Path("."))
         self.assertIn("No paired re-measurement in this snapshot", html)
         self.assertNotIn("tag slower", html.split("</header>")[1].split("<section")[1])
+
+    def test_paired_without_controls_still_renders(self) -> None:
+        paired = report_fixture.paired("bench-x.json", "b" * 40, "c" * 40)
+        paired["controls_spread_pct"] = None
+        paired["rows"] = [r for r in paired["rows"] if not r["control"]]
+        snapshot = report_fixture.snapshot("2026-11-30T20:00:00Z", 1.0, "c", report_fixture.FINGERPRINT, paired)
+        html = page.render(snapshot, "bench-20261130T200000Z.json", page.Sources(), Path("."))
+        self.assertIn("(the larger of 2 % and no controls measured)", html)
+        self.assertIn("No control rows recorded.", html)
+        self.assertIn("1.25x slower", html)
 
     def test_hostile_ids_stay_escaped(self) -> None:
         snapshot = report_fixture.snapshot("2026-11-30T20:00:00Z", 1.0, "c", report_fixture.FINGERPRINT, None)
