@@ -318,13 +318,36 @@ def probe_table(rows: list[pagedata.Row], title: str) -> list[str]:
 
 
 def latency_block(group: pagedata.Group) -> list[str]:
+    """Curves for the ids measured at several numbers of callers; a table of percentile strips
+    (same time axis) for those measured at one."""
     if not group.families or group.latency_axis is None or group.callers_axis is None:
         return []
-    out = ['<div class="lats">']
-    for family in group.families:
-        chart = svg.latency_chart(family.label, family.records, group.latency_axis, group.callers_axis)
-        out.append(f'<figure data-id="{_e(" ".join(family.ids))}"><figcaption>{_e(family.label)}</figcaption>{chart}</figure>')
-    out.append("</div>")
+    curves = [f for f in group.families if len(f.records) > 1]
+    single = [f for f in group.families if len(f.records) == 1]
+    out = []
+    if curves:
+        out.append('<div class="lats">')
+        for family in curves:
+            chart = svg.latency_chart(family.label, family.records, group.latency_axis, group.callers_axis)
+            out.append(
+                f'<figure data-id="{_e(" ".join(family.ids))}"><figcaption>{_e(family.label)}</figcaption>{chart}</figure>'
+            )
+        out.append("</div>")
+    if single:
+        first, last = group.latency_axis
+        out.append('<table class="probes"><caption class="muted" style="text-align:left">Latency at one number of callers</caption>')
+        out.append(
+            f"<tr><th>id</th><th>callers</th><th>p50</th><th>p95</th><th>p99</th>"
+            f"<th>{_e(humanize.duration(10.0**first))} … {_e(humanize.duration(10.0**last))} (log)</th></tr>"
+        )
+        for family in single:
+            record = family.records[0]
+            cells = "".join(f"<td class=num>{_e(humanize.duration(record[k]))}</td>" for k in ("p50_ns", "p95_ns", "p99_ns"))
+            out.append(
+                f'<tr data-id="{_e(family.ids[0])}"><td>{_e(family.ids[0])}</td><td class=num>{_e(record["callers"])}</td>'
+                f"{cells}<td>{svg.percentile_strip(record, group.latency_axis)}</td></tr>"
+            )
+        out.append("</table>")
     return out
 
 

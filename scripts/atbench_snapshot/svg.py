@@ -118,6 +118,31 @@ def latency_chart(
     return "".join(parts)
 
 
+def percentile_strip(record: dict, axis: tuple[int, int], width: int = 220, height: int = 14) -> str:
+    """p50, p95 and p99 of one latency record as dots on a log time axis (the group's), joined
+    by a line from p50 to p99: for an id measured at a single number of callers."""
+    first, last = axis
+
+    def x_of(ns: float) -> float:
+        return 3 + fraction(ns, first, last) * (width - 6)
+
+    mid = height / 2
+    ticks = "".join(
+        f'<line x1="{_f(x_of(10.0**e))}" x2="{_f(x_of(10.0**e))}" y1="1" y2="{height - 1}" stroke="#e5e5e5"/>'
+        for e in range(first, last + 1)
+    )
+    dots = "".join(
+        f'<circle cx="{_f(x_of(record[key]))}" cy="{_f(mid)}" r="3" fill="{colour}">'
+        f"<title>{escape(f'{name}: {humanize.duration(record[key])}')}</title></circle>"
+        for key, name, colour in PERCENTILE_STYLES
+    )
+    return (
+        f'<svg class="strip" width="{width}" height="{height}" viewBox="0 0 {width} {height}">{ticks}'
+        f'<line x1="{_f(x_of(record["p50_ns"]))}" x2="{_f(x_of(record["p99_ns"]))}" y1="{_f(mid)}" y2="{_f(mid)}" '
+        f'stroke="#bbb" stroke-width="2"/>{dots}</svg>'
+    )
+
+
 def ratio_bar(ratio: float, low: float, high: float, reach: float, width: int = 170, height: int = 16) -> str:
     """A paired ratio (head/base time) on a log axis centred on 1x that reaches `reach` either
     way: a bar from 1x to the ratio, a whisker over the spread low..high."""

@@ -84,7 +84,7 @@ def _result(full_id: str, median: float, role: str, unit: str | None, **extra: A
     }
 
 
-def _latency(callers: int, p50: float) -> dict[str, Any]:
+def latency(callers: int, p50: float) -> dict[str, Any]:
     return {
         "callers": callers,
         "ops": 10000,
@@ -116,18 +116,18 @@ def results(scale: float) -> dict[str, dict[str, Any]]:
         add(f"codec.crc32/bitwise/{tier}", table * (500.0 if tier == "4KiB" else 8.0), kind="bytes", per_iteration=size)
     for callers, p50 in ((1, 2000.0), (10, 4000.0), (100, 30000.0)):
         tier = f"callers-{callers}"
-        add(f"store.get_record/ours/{tier}", p50 / callers, latency=_latency(callers, p50))
-        add(f"store.get_record/index-only/{tier}", p50 / callers / 2, role="probe", latency=_latency(callers, p50 / 2))
+        add(f"store.get_record/ours/{tier}", p50 / callers, latency=latency(callers, p50))
+        add(f"store.get_record/index-only/{tier}", p50 / callers / 2, role="probe", latency=latency(callers, p50 / 2))
         if callers < 100:
             add(
                 f"store.get_record/official-pds/{tier}",
                 p50 * 7 / callers,
-                latency=_latency(callers, p50 * 7),
+                latency=latency(callers, p50 * 7),
                 source="peer",
                 peer={"name": "official-pds", "versions": {"@atproto/pds": "0.4.217"}, "node": "v20"},
             )
-        add(f"live.pg_point_select/ours/{tier}", p50 * 20 / callers, latency=_latency(callers, p50 * 20))
-        add(f"live.pg_point_select/raw/{tier}", p50 * 18 / callers, latency=_latency(callers, p50 * 18))
+        add(f"live.pg_point_select/ours/{tier}", p50 * 20 / callers, latency=latency(callers, p50 * 20))
+        add(f"live.pg_point_select/raw/{tier}", p50 * 18 / callers, latency=latency(callers, p50 * 18))
         add(f"live.pg_point_select/psql/{tier}", p50 * 15 / callers, role="probe")
     add("store.open/ours", 900000.0, role="probe", kind=None)
     add("mystery.thing/x/1k", 5000.0, role="unregistered")

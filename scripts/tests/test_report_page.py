@@ -199,6 +199,16 @@ class PageUnitsTest(unittest.TestCase):
         self.assertIn("No control rows recorded.", html)
         self.assertIn("1.25x slower", html)
 
+    def test_an_id_at_one_number_of_callers_gets_a_percentile_strip(self) -> None:
+        snapshot = report_fixture.snapshot("2026-11-30T20:00:00Z", 1.0, "c", report_fixture.FINGERPRINT, None)
+        snapshot["results"]["codec.crc32/table/64B"]["latency"] = report_fixture.latency(50, 900.0)
+        html = page.render(snapshot, "bench-20261130T200000Z.json", page.Sources(), Path("."))
+        row = re.search(r'<tr data-id="codec.crc32/table/64B"><td>codec.crc32/table/64B</td>(.*?)</tr>', html, re.S)
+        self.assertIsNotNone(row)
+        self.assertIn("<td class=num>50</td><td class=num>900 ns</td><td class=num>2.25 µs</td><td class=num>5.40 µs</td>", row.group(1))
+        self.assertEqual(row.group(1).count("<circle"), 3)
+        self.assertNotIn('<figure data-id="codec.crc32/table/64B"', html)
+
     def test_hostile_ids_stay_escaped(self) -> None:
         snapshot = report_fixture.snapshot("2026-11-30T20:00:00Z", 1.0, "c", report_fixture.FINGERPRINT, None)
         odd = dict(snapshot["results"]["codec.crc32/table/64B"], group='x<&>"', implementation="a&b<c>")
