@@ -62,7 +62,9 @@ def find_chromium() -> str | None:
 
 def _apt(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    return subprocess.run(["apt-get", *args], capture_output=True, text=True, timeout=INSTALL_TIMEOUT, env=env, check=False)
+    return subprocess.run(
+        ["apt-get", *args], capture_output=True, text=True, timeout=INSTALL_TIMEOUT, env=env, check=False
+    )
 
 
 def ensure_chromium() -> str:
@@ -107,7 +109,8 @@ class Chromium:
             os.dup2(inbound, 3)
             os.dup2(outbound, 4)
 
-        command = [executable, *FLAGS, f"--user-data-dir={self._profile}", f"--window-size={width},{height}", "about:blank"]
+        size = f"--window-size={width},{height}"
+        command = [executable, *FLAGS, f"--user-data-dir={self._profile}", size, "about:blank"]
         self._stderr = tempfile.TemporaryFile()
         try:
             self.process = subprocess.Popen(
@@ -124,8 +127,10 @@ class Chromium:
             os.close(from_child)
         self.session = ""
         target = self.call("Target.createTarget", {"url": "about:blank"}, session=None)["targetId"]
-        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True}, session=None)["sessionId"]
-        self.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+        attached = self.call("Target.attachToTarget", {"targetId": target, "flatten": True}, session=None)
+        self.session = attached["sessionId"]
+        metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}
+        self.call("Emulation.setDeviceMetricsOverride", metrics)
 
     def __enter__(self) -> Chromium:
         return self
@@ -171,8 +176,8 @@ class Chromium:
         frame, _, self._buffer = self._buffer.partition(b"\0")
         return json.loads(frame)
 
-    def call(self, method: str, params: dict[str, Any] | None = None, session: str | None | bool = True) -> dict[str, Any]:
-        """Send one command (to the page's session unless session=None) and return its result."""
+    def call(self, method: str, params: dict[str, Any] | None = None, session: bool | None = True) -> dict[str, Any]:
+        """Send one command (to the page's session unless session=None: the browser) and return its result."""
         self._next_id += 1
         message: dict[str, Any] = {"id": self._next_id, "method": method, "params": params or {}}
         if session is True and self.session:

@@ -103,7 +103,8 @@ def _baseline(snapshot: dict[str, Any], sources: Sources) -> str:
     paired = snapshot.get("paired")
     if isinstance(paired, dict) and isinstance(paired.get("baseline"), dict):
         base = paired["baseline"]
-        return f"{_e(_commit({'commit': base.get('commit')}))} <span class=muted>({_e(base.get('snapshot', '?'))}, paired)</span>"
+        commit = _commit({"commit": base.get("commit")})
+        return f"{_e(commit)} <span class=muted>({_e(base.get('snapshot', '?'))}, paired)</span>"
     record = snapshot.get("baseline")
     if not isinstance(record, dict) or not record.get("file"):
         withheld = snapshot.get("verdicts_withheld") or {}
@@ -147,7 +148,8 @@ def verdicts_section(snapshot: dict[str, Any]) -> list[str]:
         )
         return out
     rows = _valid_rows(paired)
-    counted = {v: sum(1 for r in rows if r.get("verdict") == v and not r.get("control")) for v in ("slower", "faster", "same")}
+    ours = [r for r in rows if not r.get("control")]
+    counted = {v: sum(1 for r in ours if r.get("verdict") == v) for v in ("slower", "faster", "same")}
     out.append(
         f"<p><b class=slower>{counted['slower']} slower</b>, <b class=faster>{counted['faster']} faster</b>, "
         f"{counted['same']} the same, each from {_e(paired.get('pairs', '?'))} head/base pairs; "
@@ -210,7 +212,9 @@ def floor_card(snapshot: dict[str, Any]) -> list[str]:
     return out
 
 
-def first_screen(snapshot: dict[str, Any], source_name: str, sources: Sources, snapshots_used: int, groups: list) -> list[str]:
+def first_screen(
+    snapshot: dict[str, Any], source_name: str, sources: Sources, snapshots_used: int, groups: list[pagedata.Group]
+) -> list[str]:
     cpu = snapshot.get("cpu", {})
     fingerprint = machine.of_snapshot(snapshot)
     features = (fingerprint or {}).get("cpu_features")
@@ -248,7 +252,8 @@ def _tag_for(paired: dict[str, Any] | None) -> str:
     verdict = paired.get("verdict", "same")
     mark = {"slower": "▲", "faster": "▼"}.get(verdict, "≈")
     spread = f"{paired.get('min', 0):.3f}–{paired.get('max', 0):.3f}"
-    return f'<span class="tag {_e(verdict)}" title="paired: {_e(verdict)}, head/base {paired["ratio"]:.3f} ({spread})">{mark}{paired["ratio"]:.2f}x</span>'
+    title = f"paired: {verdict}, head/base {paired['ratio']:.3f} ({spread})"
+    return f'<span class="tag {_e(verdict)}" title="{_e(title)}">{mark}{paired["ratio"]:.2f}x</span>'
 
 
 def _name(row: pagedata.Row, text: str) -> str:
@@ -299,7 +304,10 @@ def axis_row(axis: tuple[int, int]) -> str:
         + f'">{_e(humanize.duration(10.0**e))}</span>'
         for e in range(first, last + 1)
     )
-    return f'<div class="r ax"><span class="n muted">median, log scale</span><span class="t">{ticks}</span><span class="s muted">history</span></div>'
+    return (
+        f'<div class="r ax"><span class="n muted">median, log scale</span><span class="t">{ticks}</span>'
+        '<span class="s muted">history</span></div>'
+    )
 
 
 def probe_table(rows: list[pagedata.Row], title: str) -> list[str]:
@@ -425,8 +433,12 @@ def render(snapshot: dict[str, Any], source_name: str, sources: Sources, out_dir
     notes = warnings + [str(w) for w in snapshot.get("warnings", [])]
     footer = []
     if notes:
-        footer = [f"<details><summary>Warnings ({len(notes)})</summary><ul>"] + [f"<li>{_e(n)}</li>" for n in notes] + ["</ul></details>"]
-    criterion = "linked where target/criterion holds this snapshot's run" if links else "not linked (no report of this run in target/criterion)"
+        footer = [f"<details><summary>Warnings ({len(notes)})</summary><ul>", *[f"<li>{_e(n)}</li>" for n in notes], "</ul></details>"]
+    criterion = (
+        "linked where target/criterion holds this snapshot's run"
+        if links
+        else "not linked (no report of this run in target/criterion)"
+    )
     return "\n".join(
         [
             "<!DOCTYPE html>",

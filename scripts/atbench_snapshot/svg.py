@@ -59,7 +59,9 @@ def sparkline(points: list[tuple[float, str | None, str]], width: int = 84, heig
         return x, y
 
     coordinates = [xy(i) for i in range(len(points))]
-    title = "\n".join(f"{label}: {humanize.duration(value)}" + (f" (paired: {v})" if v else "") for value, v, label in points)
+    title = "\n".join(
+        f"{label}: {humanize.duration(value)}" + (f" (paired: {v})" if v else "") for value, v, label in points
+    )
     parts = [
         f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}">',
         f"<title>{escape(title)}</title>",
@@ -77,7 +79,12 @@ def sparkline(points: list[tuple[float, str | None, str]], width: int = 84, heig
 
 
 def latency_chart(
-    label: str, series: list[dict], y_range: tuple[int, int], callers_range: tuple[int, int], width: int = 250, height: int = 150
+    label: str,
+    series: list[dict],
+    y_range: tuple[int, int],
+    callers_range: tuple[int, int],
+    width: int = 250,
+    height: int = 150,
 ) -> str:
     """p50/p95/p99 (ns, log y) against concurrent callers (log x) of one id family: `series`
     holds latency records (callers, p50_ns, p95_ns, p99_ns, ...) sorted by callers; both axes

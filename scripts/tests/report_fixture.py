@@ -135,7 +135,9 @@ def results(scale: float) -> dict[str, dict[str, Any]]:
     return dict(sorted(rows.items()))
 
 
-def snapshot(created: str, scale: float, commit: str, fingerprint: dict[str, Any], paired: dict[str, Any] | None) -> dict[str, Any]:
+def snapshot(
+    created: str, scale: float, commit: str, fingerprint: dict[str, Any], paired: dict[str, Any] | None
+) -> dict[str, Any]:
     rows = results(scale)
     fingerprint = {**fingerprint, "calibration": {"calibrate.cpu/fixed/1MiB": rows["calibrate.cpu/fixed/1MiB"]["median_ns"]}}
     document: dict[str, Any] = {
