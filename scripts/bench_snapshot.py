@@ -40,6 +40,7 @@ from typing import Any
 from atbench_snapshot import environment, history, machine, peers, readme, registry, report, sidecars
 from atbench_snapshot.compare import DEFAULT_NOISE_FLOOR, compare
 from atbench_snapshot.criterion import CriterionError, read_criterion_dir
+from atbench_snapshot.page import regenerate as regenerate_page
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TAG_PATTERN = re.compile(r"^v\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
@@ -207,6 +208,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> list[Path]:
     if readme_text is not None:
         readme_path.write_text(readme_text, encoding="utf-8")
         written.append(readme_path)
+    written.append(regenerate_page(written[0], args.root, args.criterion_dir or target_dir / "criterion"))
     for warning in warnings:
         print(f"bench_snapshot: warning: {warning}", file=sys.stderr)
     if withheld is not None and withheld.nearest:

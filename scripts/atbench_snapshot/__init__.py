@@ -10,6 +10,9 @@ Modules:
   history      bench-history/: snapshot files, previous/tagged lookup, renames
   compare      deltas against a previous snapshot, calibration, verdicts
   report       the generated markdown (bench-<UTC>.md and latest.md)
+  pagedata     what the report page shows: groups, floor lines, latency families, history
+  svg          the report page's inline drawings (log axes, sparklines, latency curves)
+  page         the report page, bench-artifacts/index.html (HTML, CSS, the filter script)
 
 Python 3.11 standard library only.
 """

@@ -73,6 +73,21 @@ def write_json(path: Path, value: Any) -> None:
     path.write_text(json.dumps(value))
 
 
+def latency_sidecar(full_id: str, callers: int, p50: float) -> dict[str, object]:
+    """A latency sidecar as the bench harness writes it (target/atbench/latency/*.json)."""
+    return {
+        "id": full_id,
+        "callers": callers,
+        "ops": 10000,
+        "ops_per_sec": 5e5,
+        "mean_ns": p50 * 1.2,
+        "p50_ns": p50,
+        "p95_ns": p50 * 3,
+        "p99_ns": p50 * 10,
+        "max_ns": p50 * 40,
+    }
+
+
 def md_row(markdown: str, first_cell: str) -> str:
     """The markdown table row whose first cell is `first_cell` (exactly one must exist)."""
     rows = [line for line in markdown.splitlines() if line.startswith(f"| {first_cell} |")]

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import readme_results
 
-from .helpers import T1, T2, make_root, md_row, run_snapshot, stamp_of, write_json
-from .test_bench_charts import latency_sidecar
+from .helpers import T1, T2, latency_sidecar, make_root, md_row, run_snapshot, stamp_of, write_json
 
 README = """# demo
 
