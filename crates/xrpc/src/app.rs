@@ -21,7 +21,7 @@ use crate::ServerConfig;
 use crate::accounts::{Account, Accounts};
 use crate::auth::{Scope, Tokens};
 use crate::error::{ServerError, XResult, XrpcError};
-use crate::firehose::Hub;
+use crate::firehose::{Hub, HubLimits};
 use crate::params::Id;
 
 /// The state shared by every connection.
@@ -46,7 +46,7 @@ pub struct App {
     /// 16 MiB, so fifty logins at once would otherwise take 800 MiB.
     pub kdf: tokio::sync::Semaphore,
     /// Store writes in flight: record commits, blobs, new accounts,
-    /// identity updates (see [`App::commit_slot`]).
+    /// identity updates (see [`App::write`]).
     writes: AtomicUsize,
     /// The `describeServer` answer.
     pub describe: Bytes,
@@ -136,7 +136,12 @@ impl App {
             )));
         }
         let (jwt, rotation) = load_secrets(&beside(&config.db, ".secret"))?;
+        // The hub is the store's event feed: the writer appends every
+        // committed event to it, in seq order, before its caller hears
+        // back (`firehose.rs`).
+        let hub = Arc::new(Hub::new(HubLimits::from(&config)));
         let store_config = store::Config {
+            feed: Some(hub.clone()),
             durable: config.durable,
             max_blob_bytes: config.blob_upload_limit,
             ..store::Config::default()
@@ -188,7 +193,6 @@ impl App {
                 String::new()
             }
         );
-        let hub = Arc::new(Hub::new(&config, r.next_seq - 1));
         let reads = Arc::new(crate::pool::Pool::new(config.read_threads)?);
         Ok(App {
             kdf: tokio::sync::Semaphore::new(config.read_threads.max(1)),
@@ -214,16 +218,43 @@ impl App {
             .map_err(|_| XrpcError::internal("server shutting down"))
     }
 
+    /// Runs one store write, `f`, with the write protocol every write
+    /// route shares: counted as a store write in flight while it runs
+    /// ([`App::commit_slot`]), on the calling async thread when `run`
+    /// allows it and it is the only one, else on the blocking pool. Its
+    /// events need no hand-off: the store's writer feeds them to the
+    /// firehose before `f` returns. The outer error is the server's (a
+    /// worker that failed); `f`'s own result comes back as it is, so a
+    /// caller can still tell the store's refusals apart.
+    pub async fn write<T, F>(&self, run: Run, f: F) -> XResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Store) -> T + Send + 'static,
+    {
+        let slot = self.commit_slot();
+        let out = if slot.inline && run == Run::InlineIfAlone {
+            // The only write in flight: run it here, without the two
+            // thread wakes of a blocking-pool hop.
+            Ok(f(&self.store))
+        } else {
+            let store = self.store.clone();
+            blocking(move || Ok(f(&store))).await
+        };
+        drop(slot);
+        out
+    }
+
     /// Counts a store write in flight until the returned slot drops, and
     /// says whether it may run on the calling async thread: only when no
     /// other store write is in flight and the store does not fsync.
     ///
-    /// Every path that takes the store's writer holds a slot while it runs
-    /// (record commits, `uploadBlob`'s `put_blob`, `createAccount`'s
-    /// `create_account` and `update_identity`), so an inline commit never
-    /// waits on the writer mutex behind another write; only record commits
-    /// ever run inline, the others go to the blocking pool whatever
-    /// `inline` says.
+    /// Every path that takes the store's writer goes through
+    /// [`App::write`], which holds a slot while it runs (record commits,
+    /// `uploadBlob`'s `put_blob`, `createAccount`'s `create_account` and
+    /// `update_identity`), so an inline commit never waits on the writer
+    /// mutex behind another write; only record commits ever run inline
+    /// ([`Run::InlineIfAlone`]), the others go to the blocking pool
+    /// whatever `inline` says.
     ///
     /// Why inline at all: a commit sent to the blocking pool costs a thread
     /// wake there and another back to the async thread, several context
@@ -237,7 +268,7 @@ impl App {
     /// of holding async threads. A durable store (`synchronous = FULL`)
     /// fsyncs in every commit, which may take milliseconds: its commits
     /// never run inline.
-    pub fn commit_slot(&self) -> CommitSlot<'_> {
+    fn commit_slot(&self) -> CommitSlot<'_> {
         let before = self.writes.fetch_add(1, Ordering::AcqRel);
         CommitSlot {
             count: &self.writes,
@@ -280,6 +311,17 @@ impl App {
                 .ok_or_else(|| XrpcError::bad(error, format!("Could not find repo: {h}"))),
         }
     }
+}
+
+/// Where a store write may run ([`App::write`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Run {
+    /// On the calling async thread when it is the only store write in
+    /// flight and the store does not fsync: record commits.
+    InlineIfAlone,
+    /// Always on the blocking pool: blob puts (megabytes) and account
+    /// creation (two store calls).
+    Blocking,
 }
 
 /// One store write in flight ([`App::commit_slot`]).

@@ -32,7 +32,9 @@
 //! | module | owns |
 //! |---|---|
 //! | `app` | the shared state: store, accounts, token keys, firehose, config-derived answers |
-//! | `net` | the listener, connections (limits, keep-alive), graceful shutdown, body types |
+//! | `net` | the listener, connections (limits, keep-alive), the runtime, graceful shutdown |
+//! | `request` | reading request bodies (capped), JSON bodies |
+//! | `response` | the response body type and the shared JSON answers |
 //! | `error` | [`XrpcError`]-style JSON errors and the store's errors mapped to lexicon names |
 //! | `params` | query strings: percent-decoding and the lexicon format checks |
 //! | `auth` | HS256 access / refresh JWTs and the secret file |
@@ -41,7 +43,7 @@
 //! | `plc` | did:plc genesis operations and their submission |
 //! | `pool` | the read pool: the store's short reads, off the async threads |
 //! | `routes` | the XRPC methods, by lexicon namespace |
-//! | `firehose` | the event hub: each frame encoded once (handed over by the commit that stored it, or read from the store), its bytes shared by all subscribers |
+//! | `firehose` | the event hub: the store's event feed (each frame encoded once by the store's writer, appended in seq order as batches commit) fanned out to subscribers, its bytes shared by all |
 //! | `subscribe` | one WebSocket subscriber: replay, cut-over, outbox, ping |
 //!
 //! # Persistence
@@ -61,6 +63,8 @@ mod params;
 mod password;
 mod plc;
 mod pool;
+mod request;
+mod response;
 mod routes;
 mod subscribe;
 
@@ -97,6 +101,9 @@ pub struct ServerConfig {
     pub max_url_bytes: usize,
     /// Largest request head (request line and headers, bytes).
     pub max_header_bytes: usize,
+    /// Async worker threads of the runtime [`spawn`] and the `atpds`
+    /// binary build ([`runtime`]); one per core by default.
+    pub workers: usize,
     /// Threads running the store's short reads (see `pool.rs`).
     pub read_threads: usize,
     /// Concurrent `subscribeRepos` connections.
@@ -142,6 +149,7 @@ impl ServerConfig {
             json_body_limit: 1 << 20,
             max_url_bytes: 8 << 10,
             max_header_bytes: 16 << 10,
+            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
             read_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             max_subscribers: 1024,
             subscriber_send_buffer: 128 << 10,
@@ -219,10 +227,11 @@ impl Drop for RunningServer {
     }
 }
 
-/// Starts a server on a runtime of its own (two worker threads, a blocking
-/// pool for the store) and returns once it listens.
+/// Starts a server on a runtime of its own ([`ServerConfig::workers`]
+/// async threads, a blocking pool for the store) and returns once it
+/// listens.
 pub fn spawn(config: ServerConfig) -> Result<RunningServer, ServerError> {
-    let runtime = net::runtime()?;
+    let runtime = net::runtime(config.workers)?;
     let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
     let (done_tx, done_rx) = std::sync::mpsc::sync_channel(1);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -41,6 +41,9 @@ struct Args {
     /// synchronous = FULL: every commit survives a power loss.
     #[arg(long)]
     durable: bool,
+    /// Async worker threads (default: one per core).
+    #[arg(long)]
+    workers: Option<usize>,
 }
 
 /// Installs the SIGINT and SIGTERM handlers now (before the address is
@@ -76,7 +79,10 @@ fn main() -> ExitCode {
     config.blob_upload_limit = args.blob_upload_limit;
     config.max_subscribers = args.max_subscribers;
     config.durable = args.durable;
-    let runtime = match xrpc::runtime() {
+    if let Some(n) = args.workers {
+        config.workers = n;
+    }
+    let runtime = match xrpc::runtime(config.workers) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("atpds: runtime: {e}");

@@ -15,11 +15,11 @@ use repo::cbor::json::push_json_str;
 use serde::Deserialize;
 use store::{CommitInfo, ListOptions, RecordWrite, StoreError, WriteAction};
 
-use super::{end_page, json_body, ok};
-use crate::app::{App, blocking};
+use crate::app::{App, Run};
 use crate::error::{XResult, XrpcError};
-use crate::net::Body;
 use crate::params::{Id, Params, at_identifier, parse_cid};
+use crate::request::json_body;
+use crate::response::{Body, end_page, ok};
 
 const MAX_WRITES: usize = 200;
 
@@ -129,31 +129,20 @@ fn write_answer(info: &CommitInfo) -> XResult<String> {
     Ok(s)
 }
 
-/// Commits `writes`. The outer error is the server's (a worker that
-/// failed), the inner one the store's, still typed so that a caller can
-/// tell its refusals apart (`delete_record`).
+/// Commits `writes` ([`App::write`]: inline when alone). The outer error
+/// is the server's (a worker that failed), the inner one the store's,
+/// still typed so that a caller can tell its refusals apart
+/// (`delete_record`).
 async fn commit(
     app: &Arc<App>,
     did: String,
     writes: Vec<RecordWrite>,
     swap: Option<Cid>,
 ) -> XResult<Result<CommitInfo, StoreError>> {
-    let slot = app.commit_slot();
-    let result = if slot.inline {
-        // The only commit in flight: run it here, without the two thread
-        // wakes of a blocking-pool hop.
-        app.store.apply_writes_framed(&did, writes, swap)
-    } else {
-        let store = app.store.clone();
-        blocking(move || Ok(store.apply_writes_framed(&did, writes, swap))).await?
-    };
-    drop(slot);
-    Ok(result.map(|done| {
-        // The firehose publishes the frame the writer built and stored.
-        app.hub
-            .committed_frame(done.info.seq, bytes::Bytes::from(done.frame));
-        done.info
-    }))
+    app.write(Run::InlineIfAlone, move |store| {
+        store.apply_writes(&did, writes, swap)
+    })
+    .await
 }
 
 /// `com.atproto.repo.createRecord`.

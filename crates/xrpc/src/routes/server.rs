@@ -10,13 +10,13 @@ use hyper::body::Incoming;
 use repo::cbor::json::push_json_str;
 use repo::syntax::validate_handle;
 
-use super::{json_body, ok};
 use crate::accounts::{Account, ReserveError};
-use crate::app::{App, blocking, new_key};
+use crate::app::{App, Run, blocking, new_key};
 use crate::auth::Scope;
 use crate::error::{XResult, XrpcError};
-use crate::net::Body;
 use crate::params::Params;
+use crate::request::json_body;
+use crate::response::{Body, ok};
 use crate::{password, plc};
 
 /// Top-level domains atproto reserves (the handle spec): never registrable.
@@ -173,26 +173,22 @@ pub async fn create_account(
                 XrpcError::new(StatusCode::BAD_GATEWAY, "UpstreamFailure", e.to_string())
             })?;
         }
-        let (app2, did) = (app.clone(), account.did.clone());
-        // Store writes: counted so that no commit runs inline meanwhile
-        // (`App::commit_slot`); never inline themselves.
-        let _slot = app.commit_slot();
-        blocking(move || {
-            app2.store.create_account(&did, &key)?;
-            Ok(app2.store.update_identity(&did, Some(&handle))?)
+        let did = account.did.clone();
+        // Its #identity, #account, #sync and #identity events reach the
+        // firehose from the store's writer, like every write's.
+        app.write(Run::Blocking, move |store| {
+            store.create_account(&did, &key)?;
+            store.update_identity(&did, Some(&handle))
         })
-        .await
+        .await??;
+        Ok::<(), XrpcError>(())
     }
     .await;
-    let seq = match created {
-        Ok(seq) => seq,
-        Err(e) => {
-            let (app2, did) = (app.clone(), account.did.clone());
-            let _ = blocking(move || app2.accounts.remove(&did).map_err(XrpcError::fault)).await;
-            return Err(e);
-        }
-    };
-    app.hub.committed(seq);
+    if let Err(e) = created {
+        let (app2, did) = (app.clone(), account.did.clone());
+        let _ = blocking(move || app2.accounts.remove(&did).map_err(XrpcError::fault)).await;
+        return Err(e);
+    }
     let (access, refresh) = issue(app, &account).await?;
     Ok(ok(session_json(&account, Some((&access, &refresh)))))
 }
