@@ -45,6 +45,11 @@ pub struct App {
     /// Password hashes running at once (one per read thread): each fills
     /// 16 MiB, so fifty logins at once would otherwise take 800 MiB.
     pub kdf: tokio::sync::Semaphore,
+    /// A hash of a random password at the configured cost, made at start:
+    /// `createSession` checks an unknown identifier's password against
+    /// it, so the answer takes one scrypt whether the account exists or
+    /// not (its timing does not tell which accounts exist).
+    pub dummy_hash: String,
     /// Store writes in flight: record commits, blobs, new accounts,
     /// identity updates (see [`App::write`]).
     writes: AtomicUsize,
@@ -121,6 +126,14 @@ fn load_secrets(path: &Path) -> Result<([u8; 32], Keypair), ServerError> {
     }
 }
 
+/// The hash of a random password nobody knows, at cost `log_n`.
+fn dummy_hash(log_n: u8) -> Result<String, ServerError> {
+    let mut secret = [0u8; 16];
+    getrandom::fill(&mut secret).map_err(|e| ServerError::Startup(e.to_string()))?;
+    crate::password::hash(&data_encoding::HEXLOWER.encode(&secret), log_n)
+        .map_err(|e| ServerError::Startup(format!("dummy password hash: {e}")))
+}
+
 fn is_local(host: &str) -> bool {
     host == "localhost" || host.parse::<std::net::IpAddr>().is_ok()
 }
@@ -194,8 +207,10 @@ impl App {
             }
         );
         let reads = Arc::new(crate::pool::Pool::new(config.read_threads)?);
+        let dummy_hash = dummy_hash(config.scrypt_log_n)?;
         Ok(App {
             kdf: tokio::sync::Semaphore::new(config.read_threads.max(1)),
+            dummy_hash,
             writes: AtomicUsize::new(0),
             reads,
             store,

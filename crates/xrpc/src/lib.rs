@@ -35,6 +35,7 @@
 //! | `net` | the listener, connections (limits, keep-alive), the runtime, graceful shutdown |
 //! | `request` | reading request bodies (capped), JSON bodies |
 //! | `response` | the response body type and the shared JSON answers |
+//! | `stall` | the connection's socket with its write deadline |
 //! | `error` | [`XrpcError`]-style JSON errors and the store's errors mapped to lexicon names |
 //! | `params` | query strings: percent-decoding and the lexicon format checks |
 //! | `auth` | HS256 access / refresh JWTs and the secret file |
@@ -66,6 +67,7 @@ mod pool;
 mod request;
 mod response;
 mod routes;
+mod stall;
 mod subscribe;
 
 use std::future::Future;
@@ -97,6 +99,18 @@ pub struct ServerConfig {
     pub blob_upload_limit: usize,
     /// Largest JSON request body (bytes).
     pub json_body_limit: usize,
+    /// How long any request body may take before its bytes are counted
+    /// against [`body_min_rate`](Self::body_min_rate).
+    pub body_grace: Duration,
+    /// The slowest a request body may arrive, in bytes per second: a body
+    /// of `n` bytes (declared, else the route's cap) must have arrived
+    /// `body_grace + n / body_min_rate` after the handler starts reading
+    /// it, else 408 and the connection closes.
+    pub body_min_rate: u64,
+    /// How long a response write may wait for the client to read before
+    /// the connection is dropped (a client that stops reading holds the
+    /// server's buffers that long at most).
+    pub write_stall: Duration,
     /// Largest request URL (path and query, bytes).
     pub max_url_bytes: usize,
     /// Largest request head (request line and headers, bytes).
@@ -147,6 +161,9 @@ impl ServerConfig {
             plc_url: None,
             blob_upload_limit: 5 << 20,
             json_body_limit: 1 << 20,
+            body_grace: Duration::from_secs(10),
+            body_min_rate: 32 << 10,
+            write_stall: Duration::from_secs(30),
             max_url_bytes: 8 << 10,
             max_header_bytes: 16 << 10,
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),

@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, watch};
 use crate::app::App;
 use crate::error::ServerError;
 use crate::firehose::Stats;
+use crate::stall::Stalling;
 use crate::{ServerConfig, routes};
 
 /// How long shutdown waits for in-flight requests and subscribers.
@@ -136,7 +137,10 @@ async fn connection(
         .keep_alive(true)
         .timer(TokioTimer::new())
         .header_read_timeout(Duration::from_secs(30))
-        .serve_connection(TokioIo::new(stream), svc)
+        .serve_connection(
+            TokioIo::new(Stalling::new(stream, app.config.write_stall)),
+            svc,
+        )
         .with_upgrades();
     tokio::pin!(conn);
     tokio::select! {

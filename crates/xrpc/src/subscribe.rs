@@ -26,6 +26,7 @@ use crate::error::{XResult, XrpcError};
 use crate::firehose::{Outbox, Replay, Shared, Slot, Step, Stopped};
 use crate::params::Params;
 use crate::response::Body;
+use crate::stall::Stalling;
 
 /// Events per replay page read from the store.
 const REPLAY_PAGE: usize = 512;
@@ -92,10 +93,10 @@ pub fn upgrade(app: &Arc<App>, parts: &mut Parts) -> XResult<Response<Body>> {
         // past the request), so its send buffer can be bounded: with the
         // kernel's autotuning, megabytes of frames would queue there
         // before the outbox bound applies to a slow subscriber.
-        let Ok(parts) = upgraded.downcast::<TokioIo<tokio::net::TcpStream>>() else {
+        let Ok(parts) = upgraded.downcast::<TokioIo<Stalling>>() else {
             return;
         };
-        let tcp = parts.io.into_inner();
+        let tcp = parts.io.into_inner().into_inner();
         if app2.config.subscriber_send_buffer > 0 {
             let _ = socket2::SockRef::from(&tcp)
                 .set_send_buffer_size(app2.config.subscriber_send_buffer);

@@ -28,7 +28,7 @@ pub async fn upload_blob(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResu
         .to_owned();
     // One buffer, sized from Content-Length when declared, moved into the
     // store: the bytes are not copied again on the way.
-    let bytes = read_body(parts, body, app.config.blob_upload_limit).await?;
+    let bytes = read_body(app, parts, body, app.config.blob_upload_limit).await?;
     let size = bytes.len();
     let mime2 = mime.clone();
     // A store write (it takes the store's writer), never inline: it may

@@ -70,6 +70,12 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Body> {
         Ok(r) => r,
         Err(e) => error(&e),
     };
+    if resp.status() == StatusCode::REQUEST_TIMEOUT {
+        // The rest of a body past its deadline is not waited for: the
+        // connection goes once the answer is out.
+        resp.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     if head {
         // hyper sends no body for HEAD, but the length must stay.
         if let Body::Full(Some(b)) = resp.body() {

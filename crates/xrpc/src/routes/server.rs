@@ -201,11 +201,14 @@ pub async fn create_session(
 ) -> XResult<Response<Body>> {
     let input: CreateSessionInput = json_body(app, parts, body).await?;
     let id = input.identifier.trim().to_ascii_lowercase();
-    let account = app
-        .accounts
-        .by_identifier(&id)
-        .ok_or_else(XrpcError::login_refused)?;
-    let stored = account.password.clone();
+    let account = app.accounts.by_identifier(&id);
+    // An unknown identifier is checked against the dummy hash (same
+    // cost): the answer takes one scrypt either way, so its timing does
+    // not tell which accounts exist.
+    let stored = match &account {
+        Some(a) => a.password.clone(),
+        None => app.dummy_hash.clone(),
+    };
     let kdf = app.kdf_slot().await?;
     let good =
         blocking(move || password::verify(&input.password, &stored).map_err(XrpcError::fault))
@@ -214,9 +217,9 @@ pub async fn create_session(
     // hashes' memory, not the account file's writes.
     drop(kdf);
     let good = good?;
-    if !good {
+    let Some(account) = account.filter(|_| good) else {
         return Err(XrpcError::login_refused());
-    }
+    };
     let (access, refresh) = issue(app, &account).await?;
     Ok(ok(session_json(&account, Some((&access, &refresh)))))
 }
