@@ -11,6 +11,24 @@ use support::start_with;
 
 const POST: &str = "app.bsky.feed.post";
 
+/// A POST of raw `body` bytes with `tok`'s authorization.
+async fn post_raw(
+    s: &support::TestServer,
+    path: &str,
+    content_type: &str,
+    tok: &str,
+    body: impl Into<bytes::Bytes>,
+) -> support::Answer {
+    let auth = format!("Bearer {tok}");
+    s.request(
+        hyper::Method::POST,
+        path,
+        &[("content-type", content_type), ("authorization", &auth)],
+        body.into(),
+    )
+    .await
+}
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -58,17 +76,14 @@ async fn an_integer_outside_i64_is_refused_naming_the_field() {
     let body = format!(
         r#"{{"repo":"{did}","collection":"{POST}","record":{{"$type":"{POST}","text":"x","count":-9223372036854775809}}}}"#
     );
-    let a = s
-        .request(
-            hyper::Method::POST,
-            "/xrpc/com.atproto.repo.createRecord",
-            &[
-                ("content-type", "application/json"),
-                ("authorization", &format!("Bearer {tok}")),
-            ],
-            bytes::Bytes::from(body),
-        )
-        .await;
+    let a = post_raw(
+        &s,
+        "/xrpc/com.atproto.repo.createRecord",
+        "application/json",
+        &tok,
+        body,
+    )
+    .await;
     a.expect_error(400, "InvalidRequest");
     let message = a.json()["message"].as_str().unwrap().to_owned();
     assert!(message.contains("/count"), "{message}");
@@ -78,14 +93,12 @@ async fn an_integer_outside_i64_is_refused_naming_the_field() {
             r#"{{"repo":"{did}","collection":"{POST}","rkey":"edge{}","record":{{"$type":"{POST}","count":{n}}}}}"#,
             n.len()
         );
-        s.request(
-            hyper::Method::POST,
+        post_raw(
+            &s,
             "/xrpc/com.atproto.repo.createRecord",
-            &[
-                ("content-type", "application/json"),
-                ("authorization", &format!("Bearer {tok}")),
-            ],
-            bytes::Bytes::from(body),
+            "application/json",
+            &tok,
+            body,
         )
         .await
         .ok_json();
@@ -224,18 +237,15 @@ async fn a_client_that_stops_reading_is_dropped_at_the_write_deadline() {
     let (did, tok, _) = s.account("stall.test").await;
     // More than the kernel's buffers on both sides hold.
     let size = 12 << 20;
-    let up = s
-        .request(
-            hyper::Method::POST,
-            "/xrpc/com.atproto.repo.uploadBlob",
-            &[
-                ("content-type", "application/octet-stream"),
-                ("authorization", &format!("Bearer {tok}")),
-            ],
-            bytes::Bytes::from(vec![7u8; size]),
-        )
-        .await
-        .ok_json();
+    let up = post_raw(
+        &s,
+        "/xrpc/com.atproto.repo.uploadBlob",
+        "application/octet-stream",
+        &tok,
+        vec![7u8; size],
+    )
+    .await
+    .ok_json();
     let cid = up["blob"]["ref"]["$link"].as_str().unwrap().to_owned();
     let sock = tokio::net::TcpSocket::new_v4().unwrap();
     sock.set_recv_buffer_size(4096).unwrap();
