@@ -69,6 +69,13 @@
 //! batch rolled back, say) empties the lane, which reloads from the rows on
 //! next use.
 //!
+//! The writer owns the event order: every event (`#commit`, `#sync`,
+//! `#identity`, `#account`) gets its seq from it, and after each batch's
+//! COMMIT, still under its lock and before any caller hears back, the
+//! batch's events go in seq order to the [`EventFeed`] registered in
+//! [`Config::feed`] (`feed.rs`): the firehose and appview's index read that
+//! one stream instead of rebuilding the order.
+//!
 //! # Read path
 //!
 //! Every connection runs with the query planner stability guarantee
