@@ -30,6 +30,9 @@ use crate::stall::Stalling;
 
 /// Events per replay page read from the store.
 const REPLAY_PAGE: usize = 512;
+/// Frame bytes per replay page, at most (plus one frame): a replay of
+/// large commits holds this much per subscriber, not a page of them.
+const REPLAY_BYTES: usize = 4 << 20;
 /// Frames moved from the outbox per wake.
 const BATCH: usize = 256;
 /// How long a goodbye (error frame and close) may take to send.
@@ -239,7 +242,7 @@ async fn cut_over(
                 let store = app.store.clone();
                 let page = app
                     .reads
-                    .run(move || Ok(store.events_after(after, REPLAY_PAGE)?))
+                    .run(move || Ok(store.events_after_within(after, REPLAY_PAGE, REPLAY_BYTES)?))
                     .await;
                 let Ok(events) = page else {
                     goodbye(tx, "InternalError", "replay failed", CloseCode::Error).await;
