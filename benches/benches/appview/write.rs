@@ -3,8 +3,8 @@
 //! fresh database per iteration (opened outside the timing). atproto:
 //! each write checked and planned against the index, its records encoded,
 //! committed as one signed commit through `crates/store` (nosync default),
-//! and the `#commit` frame the store hands back with it
-//! (`apply_writes_framed`) decoded and applied to the index.
+//! and the `#commit` frame the store's writer queues for it (the
+//! appview's event feed) decoded and applied to the index.
 //! atproto.store_only: the store's own floor for the same stream, the
 //! same writes (planned and encoded outside the timing) committed one
 //! `applyWrites` each, sequentially, to the same account, with no plan,
@@ -207,8 +207,8 @@ fn stages_once(fx: &Fixtures, dir: &Path, round: u64) -> [Duration; 5] {
     drop(idx);
     let _ = std::fs::remove_dir_all(&sql_dir);
     // Index update: decode each commit's frame and apply it (the frames
-    // read back outside the timing; the live path gets them from
-    // `apply_writes_framed`).
+    // read back outside the timing; the live path gets them from the
+    // store's event feed).
     let t = Instant::now();
     let mut fed = Index::new();
     for f in &frames {

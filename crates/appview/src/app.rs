@@ -7,18 +7,30 @@
 //! planned against the index (`plan.rs`; a refusal writes nothing), its
 //! records are encoded and committed in one `applyWrites` (a run with its
 //! first state, or a state with the run it moves: the commit is the
-//! transaction), and the index applies the `#commit` event frame the
-//! store stored for it, which the store hands back with the commit
-//! (`Store::apply_writes_framed`: the same bytes `events_after` returns,
-//! without a read back). Opening rebuilds the index
-//! from the repository alone ([`crate::rebuild`]), and so does a frame
-//! the index fails to apply, so it never lags a commit that landed.
+//! transaction), and the index catches up with the store's event feed.
+//!
+//! How the index is fed: the appview opens its store with a feed
+//! ([`store::Config::feed`]), so the store's writer, the one owner of the
+//! event order, queues every committed event's frame (the same bytes
+//! `events_after` returns) in seq order before the commit call returns.
+//! The index is not updated inside that hook (decoding a commit there
+//! would hold up the writer); instead the write path drains the queue
+//! right after its commit returns, still under the write lock, so a write
+//! reads its own result and the index applies commits in the order they
+//! landed, including any made through [`AppView::store`] directly. The
+//! queue is bounded: past [`FEED_EVENTS`] events it is dropped and marked,
+//! and the next catch-up rebuilds the index from the repository instead
+//! (which holds every one of them), so nothing is lost or reordered.
+//! Opening rebuilds the index from the repository alone
+//! ([`crate::rebuild`]), and so does a frame the index fails to apply, so
+//! it never lags a commit that landed.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 use repo::crypto::{Algorithm, Keypair};
-use store::{Config, RecordWrite, Store, StoreError};
+use store::{Config, Event, EventFeed, RecordWrite, Store, StoreError};
 
 use crate::error::{AppviewError, Result};
 use crate::index::Index;
@@ -40,6 +52,49 @@ pub fn signing_key() -> Result<Keypair> {
         .map_err(|e| AppviewError::BadCommit(format!("signing key: {e}")))
 }
 
+/// Events the feed queues for the index before it gives up on them and
+/// has the index rebuilt instead (see the module doc).
+pub const FEED_EVENTS: usize = 4096;
+
+/// The store's events as they commit, queued for the index.
+#[derive(Default)]
+struct Feed(Mutex<Queued>);
+
+#[derive(Default)]
+struct Queued {
+    events: VecDeque<Event>,
+    /// Events were dropped: the index must be rebuilt.
+    overflowed: bool,
+}
+
+impl EventFeed for Feed {
+    /// On the store's committing thread: queue and return.
+    fn committed(&self, events: Vec<Event>) {
+        let mut q = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if q.overflowed {
+            return;
+        }
+        if q.events.len() + events.len() > FEED_EVENTS {
+            q.events = VecDeque::new();
+            q.overflowed = true;
+            return;
+        }
+        q.events.extend(events);
+    }
+}
+
+impl Feed {
+    /// What was queued since the last call (`None`: events were dropped,
+    /// rebuild).
+    fn take(&self) -> Option<VecDeque<Event>> {
+        let mut q = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if std::mem::take(&mut q.overflowed) {
+            return None;
+        }
+        Some(std::mem::take(&mut q.events))
+    }
+}
+
 /// The store path of directory `dir`.
 pub fn store_path(dir: &Path) -> PathBuf {
     dir.join(STORE_FILE)
@@ -50,30 +105,41 @@ pub struct AppView {
     store: Store,
     did: String,
     index: RwLock<Index>,
+    /// The store's events not yet applied (none for a read-only appview).
+    feed: Arc<Feed>,
     writes: Mutex<()>,
 }
 
 impl AppView {
     /// Opens (creating when missing) the appview in `dir` with the store's
-    /// `config`, and rebuilds the index from the repository.
+    /// `config` (its feed replaced by the index's), and rebuilds the index
+    /// from the repository.
     pub fn open(dir: &Path, config: Config) -> Result<AppView> {
         std::fs::create_dir_all(dir)?;
+        let feed = Arc::new(Feed::default());
+        let config = Config {
+            feed: Some(feed.clone()),
+            ..config
+        };
         let store = Store::open(store_path(dir), config)?;
         match store.create_account(APPVIEW_DID, &signing_key()?) {
             Ok(_) | Err(StoreError::AccountExists(_)) => {}
             Err(e) => return Err(e.into()),
         }
-        AppView::over(store)
+        AppView::over(store, feed)
     }
 
-    /// The appview over an opened `store`, its index rebuilt from the
-    /// repository.
-    fn over(store: Store) -> Result<AppView> {
+    /// The appview over an opened `store` feeding `feed`, its index
+    /// rebuilt from the repository (which holds whatever was queued so
+    /// far).
+    fn over(store: Store, feed: Arc<Feed>) -> Result<AppView> {
+        feed.take();
         let index = crate::rebuild::rebuild(&store, APPVIEW_DID)?;
         Ok(AppView {
             store,
             did: APPVIEW_DID.to_owned(),
             index: RwLock::new(index),
+            feed,
             writes: Mutex::new(()),
         })
     }
@@ -86,7 +152,7 @@ impl AppView {
             return Err(AppviewError::NoDatabase(dir.to_path_buf()));
         }
         let store = Store::open_read_only(&path, Config::default())?;
-        AppView::over(store)
+        AppView::over(store, Arc::default())
     }
 
     /// The store.
@@ -110,26 +176,36 @@ impl AppView {
         let _writer = self.writes.lock().unwrap_or_else(|p| p.into_inner());
         let mutation = plan(&*self.index(), input)?;
         let writes = store_writes(&mutation);
-        // The store hands back the `#commit` frame it stored for this
-        // commit (the bytes a `subscribeRepos` consumer gets), so the index
-        // decodes the commit's blocks without reading the event back.
-        let committed = self.store.apply_writes_framed(&self.did, writes, None)?;
-        self.index_commit(&committed.frame)?;
+        self.store.apply_writes(&self.did, writes, None)?;
+        // The commit's `#commit` frame was queued by the store's writer
+        // before `apply_writes` returned.
+        self.catch_up()?;
         Ok(mutation)
     }
 
-    /// Feeds the index the frame of a commit the store has already made.
-    /// The commit stands whatever the index does with it, so when the
-    /// frame fails to apply the index is rebuilt from the repository
-    /// (which holds the commit) before the error is returned: the index
-    /// never stays behind the repository. Called under the write lock.
-    fn index_commit(&self, frame: &[u8]) -> Result<()> {
+    /// Applies the queued events to the index, in seq order (other kinds
+    /// than `#commit` change nothing). The commits stand whatever the
+    /// index does with them, so when a frame fails to apply, or events
+    /// were dropped from the queue, the index is rebuilt from the
+    /// repository (which holds them all) and the rest of what was queued
+    /// is dropped with it; a failed frame's error is then returned: the
+    /// index never stays behind the repository. Called under the write
+    /// lock.
+    fn catch_up(&self) -> Result<()> {
+        let queued = self.feed.take();
         let mut index = self.index.write().unwrap_or_else(|p| p.into_inner());
-        let Err(e) = index.apply_commit(frame) else {
-            return Ok(());
+        let failed = match queued {
+            None => None,
+            Some(events) => match events
+                .iter()
+                .try_for_each(|e| index.apply_commit(&e.frame).map(|_| ()))
+            {
+                Ok(()) => return Ok(()),
+                Err(e) => Some(e),
+            },
         };
         *index = crate::rebuild::rebuild(&self.store, &self.did)?;
-        Err(e)
+        failed.map_or(Ok(()), Err)
     }
 
     /// [`apply`](Self::apply) of a workload operation.
@@ -176,26 +252,71 @@ mod tests {
     use crate::model::Flow;
     use crate::uuid::Uuid;
 
+    fn flow(name: &str, id: u128) -> Mutation {
+        Mutation::CreateFlow(Flow {
+            id: Uuid(id),
+            name: name.into(),
+            tags: vec![],
+            created: 1,
+            updated: 1,
+        })
+    }
+
     #[test]
     fn a_frame_the_index_refuses_rebuilds_it_from_the_repository() {
         let dir = tempfile::tempdir().unwrap();
         let app = AppView::open(dir.path(), Config::default()).unwrap();
-        // A commit the index has not seen (written past it), then a frame
-        // that does not decode: the index must come back to the repository.
-        let flow = Mutation::CreateFlow(Flow {
-            id: Uuid(0x0f3a_9e2c_1b4d_4e5f_8a6b_7c8d_9e0f_1a2b),
-            name: "behind".into(),
-            tags: vec![],
-            created: 1,
-            updated: 1,
-        });
+        // A commit made past the appview (through its store), and ahead of
+        // it in the queue a frame that does not decode: the index must
+        // come back to the repository, commit included.
+        app.feed.committed(vec![Event {
+            seq: 0,
+            frame: b"not a frame".to_vec(),
+        }]);
+        let behind = flow("behind", 0x0f3a_9e2c_1b4d_4e5f_8a6b_7c8d_9e0f_1a2b);
         app.store
-            .apply_writes_framed(&app.did, store_writes(&flow), None)
+            .apply_writes(&app.did, store_writes(&behind), None)
             .unwrap();
         assert_eq!(app.index().flow_count(), 0);
-        let e = app.index_commit(b"not a frame").unwrap_err();
+        let e = app.catch_up().unwrap_err();
         assert!(matches!(e, AppviewError::BadCommit(_)), "{e}");
         assert_eq!(app.index().flow_count(), 1);
+        assert_eq!(*app.index(), app.rebuild_index().unwrap());
+    }
+
+    #[test]
+    fn commits_past_the_appview_reach_the_index_in_order_and_an_overflow_rebuilds() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = AppView::open(dir.path(), Config::default()).unwrap();
+        let past = flow("past", 0x1f3a_9e2c_1b4d_4e5f_8a6b_7c8d_9e0f_1a2b);
+        app.store
+            .apply_writes(&app.did, store_writes(&past), None)
+            .unwrap();
+        // The next write through the appview applies both, in order.
+        app.apply(&Input::Flow(crate::plan::NewFlow {
+            id: Uuid(0x2f3a_9e2c_1b4d_4e5f_8a6b_7c8d_9e0f_1a2b),
+            name: "mine".into(),
+            tags: vec![],
+            created: 1,
+        }))
+        .unwrap();
+        assert_eq!(app.index().flow_count(), 2);
+        // More events than the queue holds: dropped, and rebuilt from the
+        // repository at the next catch-up.
+        app.feed.committed(
+            (0..=FEED_EVENTS as i64)
+                .map(|seq| Event {
+                    seq,
+                    frame: Vec::new(),
+                })
+                .collect(),
+        );
+        let more = flow("more", 0x3f3a_9e2c_1b4d_4e5f_8a6b_7c8d_9e0f_1a2b);
+        app.store
+            .apply_writes(&app.did, store_writes(&more), None)
+            .unwrap();
+        app.catch_up().unwrap();
+        assert_eq!(app.index().flow_count(), 3);
         assert_eq!(*app.index(), app.rebuild_index().unwrap());
     }
 }

@@ -13,7 +13,7 @@ use rusqlite::{OptionalExtension, params};
 
 use crate::Store;
 use crate::error::{Result, StoreError};
-use crate::events::{frame_body, now_datetime};
+use crate::events::{Encoded, now_datetime};
 use crate::writer::Writer;
 
 /// The statuses atproto's `#account` event defines for inactive accounts.
@@ -62,8 +62,8 @@ impl Writer {
             time: &time,
             handle,
         });
-        let body = frame_body(&frame, "#identity")?;
-        self.put_event(did, "#identity", &body)?;
+        let frame = Encoded::new(&frame, 96 + did.len() + handle.map_or(0, str::len));
+        self.put_event(did, "#identity", frame)?;
         Ok(seq)
     }
 
@@ -83,8 +83,8 @@ impl Writer {
             active,
             status,
         });
-        let body = frame_body(&frame, "#account")?;
-        self.put_event(did, "#account", &body)?;
+        let frame = Encoded::new(&frame, 112 + did.len());
+        self.put_event(did, "#account", frame)?;
         Ok(seq)
     }
 

@@ -19,6 +19,11 @@
 //! they failed on ([`Failed`]); one that fails while writing its rows (an
 //! I/O error, say) rolls the whole batch back, and every caller in it gets
 //! the error, as if its COMMIT had failed.
+//!
+//! After the COMMIT and before any caller is answered, still under the
+//! writer's lock, the batch's events go to the store's feed in seq order
+//! (`feed.rs`); the events of a job rolled back, or of a batch that did not
+//! commit, never do.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
@@ -213,16 +218,20 @@ fn run(
     }
 }
 
-/// One batch: savepoints, one commit, cache invalidation, then the answers.
+/// One batch: savepoints, one commit, cache invalidation, the events to
+/// the feed, then the answers.
 fn process(w: &mut Writer, batch: &mut Vec<Box<dyn Job>>) {
     let outcome = run_batch(w, batch);
     // Committed or not, before anyone is answered (`cid_cache.rs`).
     w.invalidate_touched();
     if outcome.is_err() {
         // The database did not take the batch: recover the sequence.
+        w.events.discard();
         if let Ok(n) = crate::schema::next_seq(&w.conn) {
             w.next_seq = n;
         }
+    } else {
+        w.events.deliver();
     }
     for job in batch.drain(..) {
         job.finish(outcome.clone());
@@ -251,11 +260,11 @@ fn run_batch(w: &mut Writer, batch: &mut [Box<dyn Job>]) -> std::result::Result<
         if alone || !job.guarded() {
             match job.run(w) {
                 Outcome::Done => {}
-                Outcome::Refused => w.next_seq = seq_before,
+                Outcome::Refused => w.rewind(seq_before),
                 Outcome::Broke => {
                     // Writes to undo: the batch goes, as a failed COMMIT
                     // would take it (a job alone keeps its own error).
-                    w.next_seq = seq_before;
+                    w.rewind(seq_before);
                     roll_back(w);
                     return Err(
                         "a job failed while writing its rows; its batch was rolled back".into(),
@@ -269,7 +278,7 @@ fn run_batch(w: &mut Writer, batch: &mut [Box<dyn Job>]) -> std::result::Result<
             if job.run(w) == Outcome::Done {
                 exec(&w.conn, "RELEASE job")
             } else {
-                w.next_seq = seq_before;
+                w.rewind(seq_before);
                 exec(&w.conn, "ROLLBACK TO job")?;
                 exec(&w.conn, "RELEASE job")
             }

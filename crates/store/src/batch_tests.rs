@@ -8,8 +8,13 @@ use repo::syntax::TidGenerator;
 
 use super::*;
 use crate::cid_cache::CidCache;
+use crate::feed::{EventFeed, Pending};
 
 fn writer(dir: &std::path::Path) -> Writer {
+    writer_feeding(dir, None)
+}
+
+fn writer_feeding(dir: &std::path::Path, feed: Option<Arc<dyn EventFeed>>) -> Writer {
     let (conn, report, ()) =
         crate::schema::startup(&dir.join("b.sqlite"), false, |_| Ok(())).unwrap();
     conn.execute_batch("CREATE TABLE t (x INTEGER)").unwrap();
@@ -18,6 +23,7 @@ fn writer(dir: &std::path::Path) -> Writer {
         report.next_seq,
         Arc::new(TidGenerator::new(0)),
         Arc::new(CidCache::default()),
+        Pending::new(feed),
     )
 }
 
@@ -118,4 +124,76 @@ fn a_lone_job_failing_after_writing_leaves_nothing() {
         assert!(matches!(out[0], Err(StoreError::InvalidBatch(_))));
         assert_eq!(rows(&w), Vec::<i64>::new());
     }
+}
+
+/// A feed that records what it is handed, batch by batch.
+#[derive(Default)]
+struct Recorded(std::sync::Mutex<Vec<Vec<i64>>>);
+
+impl EventFeed for Recorded {
+    fn committed(&self, events: Vec<crate::Event>) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(events.iter().map(|e| e.seq).collect());
+    }
+}
+
+/// A job appending two `#identity` events, then failing like [`job`].
+fn events_job(fail: bool, partial: bool, guarded: bool) -> Queued {
+    let (tx, rx) = sync_channel(1);
+    let f = move |w: &mut Writer| -> std::result::Result<i64, Failed> {
+        if fail && !partial {
+            return Err(Failed::clean(StoreError::InvalidBatch("refused")));
+        }
+        w.identity_event("did:plc:feedtest", None)
+            .map_err(Failed::wrote)?;
+        let seq = w
+            .identity_event("did:plc:feedtest", None)
+            .map_err(Failed::wrote)?;
+        if fail {
+            return Err(Failed::wrote(StoreError::InvalidBatch("broke")));
+        }
+        Ok(seq)
+    };
+    (Box::new(Task::new(f, tx, guarded)), rx)
+}
+
+#[test]
+fn the_feed_gets_each_committed_batch_in_seq_order_and_nothing_rolled_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let feed = Arc::new(Recorded::default());
+    let mut w = writer_feeding(dir.path(), Some(feed.clone()));
+    let first = w.next_seq;
+    let out = run(
+        &mut w,
+        vec![
+            events_job(false, false, false),
+            events_job(true, false, false),
+            events_job(true, true, true),
+            events_job(false, false, true),
+        ],
+    );
+    assert_eq!(out[0].as_ref().ok(), Some(&(first + 1)));
+    assert!(out[1].is_err() && out[2].is_err());
+    // The rolled-back job's seqs went to the next job: no gap, no event
+    // of a job that did not land.
+    assert_eq!(out[3].as_ref().ok(), Some(&(first + 3)));
+    assert_eq!(
+        *feed.0.lock().unwrap(),
+        [vec![first, first + 1, first + 2, first + 3]]
+    );
+    // A batch that does not commit feeds nothing, and the next one
+    // follows on from the last committed seq.
+    run(
+        &mut w,
+        vec![
+            events_job(false, false, true),
+            events_job(true, true, false),
+        ],
+    );
+    run(&mut w, vec![events_job(false, false, false)]);
+    let fed = feed.0.lock().unwrap();
+    assert_eq!(fed.len(), 2);
+    assert_eq!(fed[1], [first + 4, first + 5]);
 }

@@ -19,31 +19,18 @@ use repo::syntax::validate_did;
 use crate::error::{Failed, Result, StoreError};
 use crate::lane::{Lane, LazyReader, hold};
 use crate::plan::plan_commit;
-use crate::{CommitInfo, Committed, RecordWrite, Store};
+use crate::{CommitInfo, RecordWrite, Store};
 
 impl Store {
     /// applyWrites: up to [`crate::Config::max_writes`] writes as one
-    /// commit.
+    /// commit. Its `#commit` event reaches the store's feed
+    /// ([`crate::Config::feed`]) before this returns.
     pub fn apply_writes(
         &self,
         did: &str,
         writes: Vec<RecordWrite>,
         swap_commit: Option<Cid>,
     ) -> Result<CommitInfo> {
-        self.apply_writes_framed(did, writes, swap_commit)
-            .map(|c| c.info)
-    }
-
-    /// [`apply_writes`](Self::apply_writes), also handing back the
-    /// commit's `#commit` event frame (the bytes the writer stored as
-    /// event `seq`; see [`Committed`]). Costs nothing more: the writer
-    /// builds the frame anyway.
-    pub fn apply_writes_framed(
-        &self,
-        did: &str,
-        writes: Vec<RecordWrite>,
-        swap_commit: Option<Cid>,
-    ) -> Result<Committed> {
         validate_did(did)?;
         let writes = Arc::new(self.prepare_writes(writes)?);
         if self.is_read_only() {
@@ -78,7 +65,9 @@ impl Store {
         }
         let owned = did.to_owned();
         let answer = self.submit_job(
-            move |w| -> std::result::Result<Committed, Failed> { w.commit(&owned, &writes, &plan) },
+            move |w| -> std::result::Result<CommitInfo, Failed> {
+                w.commit(&owned, &writes, &plan)
+            },
             false,
         );
         if answer.is_err() {
@@ -131,18 +120,5 @@ impl Store {
         let mut w = RecordWrite::delete(collection, rkey);
         w.swap_record = swap_record.map(Some);
         self.apply_writes(did, vec![w], swap_commit)
-    }
-
-    /// The index-only write unit (`bench_internals`): one job writing each
-    /// record's index row and block-ownership row and a prepared event, with
-    /// no CBOR, MST or signing.
-    #[cfg(feature = "bench-internals")]
-    pub(crate) fn index_only_write(
-        &self,
-        did: &str,
-        write: Arc<crate::writer::IndexOnly>,
-    ) -> Result<i64> {
-        let did = did.to_owned();
-        self.submit(move |w| w.index_only(&did, &write))
     }
 }

@@ -1,7 +1,10 @@
-//! The sequenced event log's bodies: frame headers and bodies (a row holds
-//! a frame minus its header, so catch-up prepends one of a few headers),
-//! the `#sync` and `#commit` bodies the write path appends, and the row
-//! insert. Sequence numbers are handed out by the writer (`writer.rs`).
+//! The sequenced event log's frames: headers and bodies (a row holds a
+//! frame minus its header, so catch-up prepends one of a few headers), the
+//! `#sync` and `#commit` frames the write path appends, and the row
+//! insert. Each event is encoded once, header and body in one buffer
+//! ([`Encoded`]): the row takes the body, the feed (`feed.rs`) the whole
+//! frame, with no copy. Sequence numbers are handed out by the writer
+//! (`writer.rs`).
 
 use repo::Cid;
 use repo::car::write_car_vec;
@@ -9,7 +12,7 @@ use repo::cbor::Encoder;
 use repo::firehose::{Action, CommitEvent, Frame, RepoOp, SyncEvent};
 use rusqlite::{Connection, params};
 
-use crate::error::{Result, StoreError};
+use crate::error::Result;
 use crate::plan::Plan;
 use crate::prepare::Prepared;
 use crate::{WriteAction, WriteOutcome};
@@ -29,18 +32,37 @@ pub(crate) fn frame_header(kind: &str) -> Vec<u8> {
     out
 }
 
-/// The DAG-CBOR body of a frame (the frame minus its header).
-pub(crate) fn frame_body(frame: &Frame<'_>, kind: &str) -> Result<Vec<u8>> {
-    let bytes = frame.to_vec();
-    frame_body_of(&bytes, kind).map(<[u8]>::to_vec)
+/// One event's frame, encoded once: header then body in one buffer.
+pub(crate) struct Encoded {
+    /// Header and body.
+    pub frame: Vec<u8>,
+    /// Where the body starts.
+    body_at: usize,
 }
 
-/// The body of the encoded frame `bytes` of kind `kind` (its bytes after
-/// the header).
-pub(crate) fn frame_body_of<'b>(bytes: &'b [u8], kind: &str) -> Result<&'b [u8]> {
-    bytes
-        .strip_prefix(frame_header(kind).as_slice())
-        .ok_or_else(|| StoreError::Corrupt("frame header mismatch".into()))
+impl Encoded {
+    /// Encodes `frame` into a buffer of `capacity` bytes to begin with.
+    pub(crate) fn new(frame: &Frame<'_>, capacity: usize) -> Self {
+        let mut out = Vec::with_capacity(capacity);
+        frame.encode_header(&mut out);
+        let body_at = out.len();
+        frame.encode_body(&mut out);
+        Encoded {
+            frame: out,
+            body_at,
+        }
+    }
+
+    /// A frame encoded elsewhere whose body starts at `body_at`.
+    #[cfg(any(test, feature = "bench-internals"))]
+    pub(crate) fn from_parts(frame: Vec<u8>, body_at: usize) -> Self {
+        Encoded { frame, body_at }
+    }
+
+    /// The body (what a log row holds).
+    pub(crate) fn body(&self) -> &[u8] {
+        &self.frame[self.body_at..]
+    }
 }
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` for now.
@@ -65,14 +87,14 @@ pub(crate) fn insert_event(
     Ok(())
 }
 
-/// The `#sync` body announcing `did`'s repository at `commit`.
-pub(crate) fn sync_body(
+/// The `#sync` frame `seq` announcing `did`'s repository at `commit`.
+pub(crate) fn sync_frame(
     seq: i64,
     did: &str,
     commit: &Cid,
     commit_bytes: &[u8],
     rev: &str,
-) -> Result<Vec<u8>> {
+) -> Encoded {
     let car = write_car_vec(&[*commit], [(commit, commit_bytes)]);
     let time = now_datetime();
     let frame = Frame::Sync(SyncEvent {
@@ -82,12 +104,12 @@ pub(crate) fn sync_body(
         rev,
         time: &time,
     });
-    frame_body(&frame, "#sync")
+    Encoded::new(&frame, 64 + did.len() + car.len())
 }
 
 /// The encoded `#commit` frame `seq` of `plan` (the commit of `writes` to
 /// `did` on top of the commit at `since` / `prev_data`), and each write's
-/// outcome. The caller stores the frame's body ([`frame_body_of`]).
+/// outcome.
 pub(crate) fn commit_frame(
     seq: i64,
     did: &str,
@@ -95,7 +117,7 @@ pub(crate) fn commit_frame(
     plan: &Plan,
     since: &str,
     prev_data: Cid,
-) -> (Vec<u8>, Vec<WriteOutcome>) {
+) -> (Encoded, Vec<WriteOutcome>) {
     let current = &plan.result.previous;
     let mut results = Vec::with_capacity(writes.len());
     let mut repo_ops = Vec::with_capacity(writes.len());
@@ -131,59 +153,6 @@ pub(crate) fn commit_frame(
         prev_data: Some(prev_data),
         time: &time,
     });
-    let mut bytes = Vec::with_capacity(plan.car.len() + 512 + 128 * writes.len());
-    frame.encode(&mut bytes);
-    (bytes, results)
-}
-
-/// An event body encoded before its seq is known, with the seq's value cut
-/// out; the writer that appends it puts back the seq it hands out. What
-/// the index-only write unit appends (`bench_internals`): the body is
-/// built outside the timing, so the timed write does no frame encoding
-/// beyond the seq's few bytes.
-#[cfg(any(test, feature = "bench-internals"))]
-#[derive(Debug, Clone)]
-pub struct SeqlessEvent {
-    kind: String,
-    before: Vec<u8>,
-    after: Vec<u8>,
-}
-
-#[cfg(any(test, feature = "bench-internals"))]
-impl SeqlessEvent {
-    /// From `frame(seq)`, the encoded frame of kind `kind` carrying `seq`
-    /// and otherwise the same whatever `seq` is: encoded at seq 0 and at
-    /// seq 1, the one byte where the two bodies differ is the seq's value.
-    pub fn new(kind: &str, frame: impl Fn(i64) -> Vec<u8>) -> Result<Self> {
-        let (zero, one) = (frame(0), frame(1));
-        let (zero, one) = (frame_body_of(&zero, kind)?, frame_body_of(&one, kind)?);
-        let mut differ = (zero.iter().zip(one).enumerate()).filter(|(_, (a, b))| a != b);
-        let at = match (differ.next(), differ.next()) {
-            (Some((at, (0x00, 0x01))), None) if zero.len() == one.len() => at,
-            _ => {
-                return Err(StoreError::InvalidEvent(
-                    "the frame differs at seq 0 and 1 other than in one seq byte",
-                ));
-            }
-        };
-        Ok(SeqlessEvent {
-            kind: kind.to_owned(),
-            before: zero[..at].to_vec(),
-            after: zero[at + 1..].to_vec(),
-        })
-    }
-
-    /// The event's kind (`#commit`, ...).
-    pub fn kind(&self) -> &str {
-        &self.kind
-    }
-
-    /// The body carrying `seq`, into `out` (cleared first).
-    pub(crate) fn body_into(&self, seq: i64, out: &mut Vec<u8>) {
-        out.clear();
-        out.reserve(self.before.len() + 9 + self.after.len());
-        out.extend_from_slice(&self.before);
-        Encoder::new(out).int(seq);
-        out.extend_from_slice(&self.after);
-    }
+    let capacity = plan.car.len() + 512 + 128 * writes.len();
+    (Encoded::new(&frame, capacity), results)
 }

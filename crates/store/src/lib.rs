@@ -69,6 +69,13 @@
 //! batch rolled back, say) empties the lane, which reloads from the rows on
 //! next use.
 //!
+//! The writer owns the event order: every event (`#commit`, `#sync`,
+//! `#identity`, `#account`) gets its seq from it, and after each batch's
+//! COMMIT, still under its lock and before any caller hears back, the
+//! batch's events go in seq order to the [`EventFeed`] registered in
+//! [`Config::feed`] (`feed.rs`): the firehose and appview's index read that
+//! one stream instead of rebuilding the order.
+//!
 //! # Read path
 //!
 //! Every connection runs with the query planner stability guarantee
@@ -95,13 +102,14 @@
 //! | `node_pos` | the position rule of MST node rows and a lane's known positions |
 //! | `node_rows` | reading and writing MST node rows by position |
 //! | `rows` | the root, record, record-blob and commit-log rows; CID columns |
-//! | `events` | event bodies (`#commit`, `#sync`) and frame headers; event rows |
+//! | `events` | event frames (`#commit`, `#sync`), encoded once; event rows |
+//! | `feed` | [`EventFeed`]: each committed batch's events, handed over in seq order |
 //! | `writer` | the read-write connection: the guard, a commit's rows, account creation, import |
 //! | `batch` | the writer's queue, group commit, jobs and their outcomes |
 //! | `checkpoint` | the background checkpointer and the WAL rewind hand-over |
 //! | `gate` | at most one planner per core |
 //! | `cid_cache` | the writer-coherent `current_cid` cache |
-//! | `read` | lookups, getRecord, listRecords |
+//! | `read` | lookups, getRecord, listRecords, table counts |
 //! | `render` | DAG-CBOR to atproto JSON in one pass |
 //! | `blobs` | blob put, get, ranged get, references |
 //! | `sync` | export, catch-up, import, the repository check |
@@ -113,7 +121,7 @@
 //! | `types` | the public values |
 //! | `error` | [`StoreError`]; a writer job's failure (before or after it wrote) |
 //! | `fixtures` | the startup history fixture, written through the public API (feature `bench-internals`) |
-//! | `bench_internals` | re-exports for the benches (feature `bench-internals`) |
+//! | `bench_internals` | the benches' facade and the bench-only units: the index-only write, seqless events (feature `bench-internals`) |
 //!
 //! # Input checks
 //!
@@ -133,6 +141,7 @@ mod cid_cache;
 mod commit;
 mod error;
 mod events;
+mod feed;
 #[cfg(feature = "bench-internals")]
 mod fixtures;
 mod gate;
@@ -156,7 +165,9 @@ mod types;
 mod vfs;
 mod writer;
 
-#[cfg(feature = "bench-internals")]
+// The benches' facade and the bench-only units (the seqless event is
+// also what `plan_detached` hands its tests).
+#[cfg(any(test, feature = "bench-internals"))]
 #[doc(hidden)]
 pub mod bench_internals;
 
@@ -171,6 +182,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 pub use accounts::{ACCOUNT_STATUSES, AccountState};
 pub use error::{Result, StoreError};
+pub use feed::EventFeed;
 pub use ownership::APPLICATION_ID;
 
 pub use schema::{SCHEMA_VERSION, StartupReport};
@@ -259,7 +271,11 @@ impl Store {
         }
         let revs = Arc::new(TidGenerator::new(0));
         let cids = Arc::new(cid_cache::CidCache::default());
-        let w = writer::Writer::new(conn, report.next_seq, revs.clone(), cids.clone());
+        if let Some(feed) = &config.feed {
+            feed.opened(report.next_seq - 1);
+        }
+        let events = feed::Pending::new(config.feed.clone());
+        let w = writer::Writer::new(conn, report.next_seq, revs.clone(), cids.clone(), events);
         let wal = Arc::new(checkpoint::WalBacklog::default());
         let (queue, writer) = batch::Queue::start(w, config.max_batch, wal.clone())?;
         let checkpointer = Some(checkpoint::spawn(
@@ -366,7 +382,7 @@ impl Store {
     }
 
     /// Runs `f` in the writer's next batch, inside its own savepoint.
-    fn submit<T, F>(&self, f: F) -> Result<T>
+    pub(crate) fn submit<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&mut writer::Writer) -> Result<T> + Send + 'static,
@@ -410,46 +426,6 @@ impl Store {
         let mut st = r.prepare_cached("SELECT did FROM repo_root ORDER BY did")?;
         let rows = st.query_map([], |r| r.get::<_, String>(0))?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-    }
-
-    /// Table counts.
-    pub fn stats(&self) -> Result<Stats> {
-        let r = self.reader()?;
-        let q = |sql: &str| -> Result<i64> {
-            Ok(r.query_row(sql, [], |row| row.get::<_, Option<i64>>(0))?
-                .unwrap_or(0))
-        };
-        // (blocks, bytes) of one table, in one scan.
-        let blocks_of = |sql: &str| -> Result<(i64, i64)> {
-            Ok(r.query_row(sql, [], |row| {
-                Ok((row.get(0)?, row.get::<_, Option<i64>>(1)?.unwrap_or(0)))
-            })?)
-        };
-        let nodes = blocks_of("SELECT COUNT(*), SUM(length(bytes)) FROM repo_blocks")?;
-        let recs = blocks_of("SELECT COUNT(*), SUM(length(bytes)) FROM records WHERE cid_dup = 0")?;
-        // Accounts, and their commit blocks (v5: in `repo_root`).
-        let (accounts, commits) = r.query_row(
-            "SELECT COUNT(*), COUNT(commit_bytes), SUM(length(commit_bytes)) FROM repo_root",
-            [],
-            |row| {
-                Ok((
-                    row.get::<_, i64>(0)?,
-                    (
-                        row.get::<_, i64>(1)?,
-                        row.get::<_, Option<i64>>(2)?.unwrap_or(0),
-                    ),
-                ))
-            },
-        )?;
-        Ok(Stats {
-            accounts: accounts as u64,
-            records: q("SELECT COUNT(*) FROM records")? as u64,
-            blocks: (nodes.0 + recs.0 + commits.0) as u64,
-            block_bytes: (nodes.1 + recs.1 + commits.1) as u64,
-            events: q("SELECT COUNT(*) FROM seq_events")? as u64,
-            blobs: q("SELECT COUNT(*) FROM blobs")? as u64,
-            last_seq: q("SELECT MAX(seq) FROM seq_events")?,
-        })
     }
 
     /// The signing key's public half for `did`, if the store holds it.

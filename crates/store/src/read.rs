@@ -1,5 +1,6 @@
 //! The read path: current CID, index + block fetch, getRecord and
-//! listRecords (rendered by `render.rs`), collections, the repo root.
+//! listRecords (rendered by `render.rs`), collections, the repo root, the
+//! table counts ([`Store::stats`]).
 //! Every read takes a pooled reader connection (WAL snapshot, never waits
 //! on the writer); statements are prepared once per connection.
 
@@ -10,7 +11,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::error::Result;
 use crate::render::render_record;
 use crate::rows::cid_from_sql;
-use crate::{ListOptions, RecordView, RepoRoot, Store};
+use crate::{ListOptions, RecordView, RepoRoot, Stats, Store};
 
 const SQL_CURRENT_CID: &str =
     "SELECT cid FROM records WHERE did = ?1 AND collection = ?2 AND rkey = ?3";
@@ -43,21 +44,6 @@ impl Store {
         let cid = self.current_cid_from_index(did, collection, rkey)?;
         self.cids.insert(miss, did, collection, rkey, cid);
         Ok(cid)
-    }
-
-    /// `current_cid` straight from the SQLite index, its inputs checked
-    /// (`bench_internals`).
-    #[cfg(feature = "bench-internals")]
-    pub(crate) fn current_cid_uncached(
-        &self,
-        did: &str,
-        collection: &str,
-        rkey: &str,
-    ) -> Result<Option<Cid>> {
-        validate_did(did)?;
-        validate_nsid(collection)?;
-        validate_record_key(rkey)?;
-        self.current_cid_from_index(did, collection, rkey)
     }
 
     /// `current_cid` straight from the SQLite index (inputs validated).
@@ -236,6 +222,46 @@ impl Store {
             last = c;
         }
         Ok(out)
+    }
+
+    /// Table counts.
+    pub fn stats(&self) -> Result<Stats> {
+        let r = self.reader()?;
+        let q = |sql: &str| -> Result<i64> {
+            Ok(r.query_row(sql, [], |row| row.get::<_, Option<i64>>(0))?
+                .unwrap_or(0))
+        };
+        // (blocks, bytes) of one table, in one scan.
+        let blocks_of = |sql: &str| -> Result<(i64, i64)> {
+            Ok(r.query_row(sql, [], |row| {
+                Ok((row.get(0)?, row.get::<_, Option<i64>>(1)?.unwrap_or(0)))
+            })?)
+        };
+        let nodes = blocks_of("SELECT COUNT(*), SUM(length(bytes)) FROM repo_blocks")?;
+        let recs = blocks_of("SELECT COUNT(*), SUM(length(bytes)) FROM records WHERE cid_dup = 0")?;
+        // Accounts, and their commit blocks (v5: in `repo_root`).
+        let (accounts, commits) = r.query_row(
+            "SELECT COUNT(*), COUNT(commit_bytes), SUM(length(commit_bytes)) FROM repo_root",
+            [],
+            |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    (
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, Option<i64>>(2)?.unwrap_or(0),
+                    ),
+                ))
+            },
+        )?;
+        Ok(Stats {
+            accounts: accounts as u64,
+            records: q("SELECT COUNT(*) FROM records")? as u64,
+            blocks: (nodes.0 + recs.0 + commits.0) as u64,
+            block_bytes: (nodes.1 + recs.1 + commits.1) as u64,
+            events: q("SELECT COUNT(*) FROM seq_events")? as u64,
+            blobs: q("SELECT COUNT(*) FROM blobs")? as u64,
+            last_seq: q("SELECT MAX(seq) FROM seq_events")?,
+        })
     }
 }
 

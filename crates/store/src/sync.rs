@@ -87,6 +87,18 @@ impl Store {
 
     /// subscribeRepos catch-up: up to `limit` events after `cursor`, framed.
     pub fn events_after(&self, cursor: i64, limit: usize) -> Result<Vec<Event>> {
+        self.events_after_within(cursor, limit, usize::MAX)
+    }
+
+    /// [`events_after`](Self::events_after), stopping once the frames
+    /// read pass `max_bytes` (the first event is always taken): a page of
+    /// large commits holds a bounded buffer.
+    pub fn events_after_within(
+        &self,
+        cursor: i64,
+        limit: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<Event>> {
         let r = self.reader()?;
         let mut st = r.prepare_cached(
             "SELECT seq, kind, payload FROM seq_events WHERE seq > ?1 ORDER BY seq LIMIT ?2",
@@ -94,6 +106,7 @@ impl Store {
         let mut rows = st.query(params![cursor, i64::try_from(limit).unwrap_or(i64::MAX)])?;
         let mut out = Vec::with_capacity(limit.min(4096));
         let mut headers: Vec<(String, Vec<u8>)> = Vec::new();
+        let mut bytes = 0usize;
         while let Some(row) = rows.next()? {
             let seq: i64 = row.get(0)?;
             let kind = row.get_ref(1)?.as_str()?;
@@ -108,7 +121,11 @@ impl Store {
             let mut frame = Vec::with_capacity(header.len() + body.len());
             frame.extend_from_slice(header);
             frame.extend_from_slice(body);
+            bytes += frame.len();
             out.push(Event { seq, frame });
+            if bytes >= max_bytes {
+                break;
+            }
         }
         Ok(out)
     }

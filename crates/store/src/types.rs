@@ -5,6 +5,10 @@ use repo::Cid;
 /// Store options.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// Where the writer hands each committed batch's events, in seq order,
+    /// before the batch's callers hear back (`feed.rs`). `None`: events go
+    /// to the log only.
+    pub feed: Option<std::sync::Arc<dyn crate::EventFeed>>,
     /// `synchronous = FULL` (an fsync at every commit: durable against
     /// power loss) instead of NORMAL (durable against process crashes; a
     /// power loss can take back the commits since the last checkpoint).
@@ -47,6 +51,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
+            feed: None,
             durable: false,
             max_record_bytes: 1 << 20,
             max_blob_bytes: 5 << 20,
@@ -144,20 +149,6 @@ pub struct CommitInfo {
     pub seq: i64,
     /// Per write.
     pub results: Vec<WriteOutcome>,
-}
-
-/// A committed write with its `#commit` event frame, as
-/// [`crate::Store::apply_writes_framed`] returns it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Committed {
-    /// The commit.
-    pub info: CommitInfo,
-    /// The encoded `#commit` frame (header and body) of event
-    /// `info.seq`: the same bytes [`crate::Store::events_after`] returns
-    /// for it, handed over from the writer that built and stored them, so
-    /// a caller that consumes its own commits (an index fed by them) need
-    /// not read the event back.
-    pub frame: Vec<u8>,
 }
 
 /// A repository's current root.

@@ -3,7 +3,9 @@
 //! (`plan.rs`, on its caller's thread): the writer checks the one cheap
 //! guard (the account is still at the plan's base commit) and writes the
 //! plan's rows and its `#commit` event. Account creation and CAR import
-//! are written here too. The queue and group commit are `batch.rs`.
+//! are written here too. Every event goes through [`Writer::put_event`],
+//! which also keeps its frame for the feed (`feed.rs`) until the batch
+//! commits. The queue and group commit are `batch.rs`.
 
 use std::sync::Arc;
 
@@ -13,9 +15,11 @@ use repo::mst::{MemoryBlockStore, Mst};
 use repo::syntax::{Tid, TidGenerator};
 use rusqlite::Connection;
 
+use crate::CommitInfo;
 use crate::cid_cache::CidCache;
 use crate::error::{Failed, Result, StoreError};
-use crate::events::{commit_frame, frame_body_of, insert_event, sync_body};
+use crate::events::{Encoded, commit_frame, insert_event, sync_frame};
+use crate::feed::Pending;
 use crate::node_pos::{NodePositions, ROOT_POS};
 use crate::node_rows::{place_nodes, put_nodes};
 use crate::plan::Plan;
@@ -23,7 +27,6 @@ use crate::prepare::Prepared;
 use crate::rows::{
     RootWrite, import_records, log_commit, read_root, root_commit, write_records, write_root,
 };
-use crate::{CommitInfo, Committed};
 
 /// The writer's state (owned by the writer thread, or by a lone caller
 /// running its batch, see `batch.rs`).
@@ -35,6 +38,8 @@ pub(crate) struct Writer {
     /// rows this batch changed (invalidated after it, see `cid_cache.rs`).
     cids: Arc<CidCache>,
     touched: Vec<String>,
+    /// The batch's events, for the feed once it commits.
+    pub events: Pending,
 }
 
 impl Writer {
@@ -43,6 +48,7 @@ impl Writer {
         next_seq: i64,
         tids: Arc<TidGenerator>,
         cids: Arc<CidCache>,
+        events: Pending,
     ) -> Self {
         Writer {
             conn,
@@ -50,7 +56,15 @@ impl Writer {
             tids,
             cids,
             touched: Vec::new(),
+            events,
         }
+    }
+
+    /// Takes back the seqs from `seq` on (a job that handed them out was
+    /// rolled back), with their events.
+    pub(crate) fn rewind(&mut self, seq: i64) {
+        self.next_seq = seq;
+        self.events.rewind(seq);
     }
 
     /// Forgets the cached `current_cid` answers of the accounts this batch
@@ -69,9 +83,12 @@ impl Writer {
         }
     }
 
-    /// Appends an event of `did` with the next sequence number.
-    pub(crate) fn put_event(&mut self, did: &str, kind: &str, body: &[u8]) -> Result<()> {
-        insert_event(&self.conn, self.next_seq, did, kind, body)?;
+    /// Appends an event of `did` with the next sequence number (the seq
+    /// its frame carries): its body to the log, its frame to the batch's
+    /// events for the feed.
+    pub(crate) fn put_event(&mut self, did: &str, kind: &str, event: Encoded) -> Result<()> {
+        insert_event(&self.conn, self.next_seq, did, kind, event.body())?;
+        self.events.push(self.next_seq, event.frame);
         self.next_seq += 1;
         Ok(())
     }
@@ -85,8 +102,8 @@ impl Writer {
         rev: &str,
     ) -> Result<i64> {
         let seq = self.next_seq;
-        let body = sync_body(seq, did, commit, commit_bytes, rev)?;
-        self.put_event(did, "#sync", &body)?;
+        let frame = sync_frame(seq, did, commit, commit_bytes, rev);
+        self.put_event(did, "#sync", frame)?;
         Ok(seq)
     }
 
@@ -145,7 +162,7 @@ impl Writer {
         did: &str,
         writes: &[Prepared],
         plan: &Plan,
-    ) -> std::result::Result<Committed, Failed> {
+    ) -> std::result::Result<CommitInfo, Failed> {
         match root_commit(&self.conn, did).map_err(Failed::clean)? {
             None => return Err(Failed::clean(StoreError::UnknownAccount(did.to_owned()))),
             Some(c) if c != plan.base.commit => {
@@ -156,7 +173,7 @@ impl Writer {
         self.write_commit(did, writes, plan).map_err(Failed::wrote)
     }
 
-    fn write_commit(&mut self, did: &str, writes: &[Prepared], plan: &Plan) -> Result<Committed> {
+    fn write_commit(&mut self, did: &str, writes: &[Prepared], plan: &Plan) -> Result<CommitInfo> {
         let (ccid, cbytes) = &plan.commit;
         let rev = plan.rev.as_str();
         let data = plan.result.commit.root;
@@ -178,18 +195,15 @@ impl Writer {
         // records, new MST nodes and the rest of the covering proof).
         let seq = self.next_seq;
         let (frame, results) = commit_frame(seq, did, writes, plan, &plan.base.rev, plan.base.data);
-        self.put_event(did, "#commit", frame_body_of(&frame, "#commit")?)?;
+        self.put_event(did, "#commit", frame)?;
         log_commit(&self.conn, did, rev, ccid, seq)?;
-        Ok(Committed {
-            info: CommitInfo {
-                did: did.to_owned(),
-                commit: *ccid,
-                rev: rev.to_owned(),
-                data,
-                seq,
-                results,
-            },
-            frame,
+        Ok(CommitInfo {
+            did: did.to_owned(),
+            commit: *ccid,
+            rev: rev.to_owned(),
+            data,
+            seq,
+            results,
         })
     }
 
@@ -243,55 +257,4 @@ impl Writer {
             results: Vec::new(),
         })
     }
-
-    /// The index-only unit: each record's index row (no bytes; `rev` the
-    /// planned commit's) and an ownership row where a node holding its key
-    /// would go, then `event` (prepared outside, see
-    /// [`crate::events::SeqlessEvent`]) appended with the next seq.
-    #[cfg(feature = "bench-internals")]
-    pub(crate) fn index_only(&mut self, did: &str, write: &IndexOnly) -> Result<i64> {
-        self.touch(did);
-        for r in &write.records {
-            let c = r.cid.to_bytes();
-            let pos = crate::node_pos::path_position(r.collection.as_bytes(), r.rkey.as_bytes());
-            self.conn
-                .prepare_cached(
-                    "INSERT INTO records (did, collection, rkey, cid, repo_rev) VALUES (?1, ?2, ?3, ?4, ?5) \
-                     ON CONFLICT (did, collection, rkey) DO UPDATE SET cid = excluded.cid, repo_rev = excluded.repo_rev",
-                )?
-                .execute(rusqlite::params![did, r.collection, r.rkey, &c[..], write.rev])?;
-            put_nodes(&self.conn, did, Some(&write.rev), [(pos, &r.cid, &b""[..])])?;
-        }
-        let seq = self.next_seq;
-        let mut body = Vec::new();
-        write.event.body_into(seq, &mut body);
-        self.put_event(did, write.event.kind(), &body)?;
-        Ok(seq)
-    }
-}
-
-/// One index-only write, prepared outside the timing: the records of one
-/// commit (key and CID of each), the rev their index rows carry, and the
-/// event appended with them.
-#[cfg(feature = "bench-internals")]
-#[derive(Debug, Clone)]
-pub struct IndexOnly {
-    /// The commit's records, one index row and one ownership row each.
-    pub records: Vec<IndexOnlyRecord>,
-    /// The rev written in their index and ownership rows.
-    pub rev: String,
-    /// The event appended (its seq filled in by the writer).
-    pub event: crate::events::SeqlessEvent,
-}
-
-/// One record of an [`IndexOnly`] write.
-#[cfg(feature = "bench-internals")]
-#[derive(Debug, Clone)]
-pub struct IndexOnlyRecord {
-    /// The record's collection.
-    pub collection: String,
-    /// The record's key.
-    pub rkey: String,
-    /// The record's CID.
-    pub cid: repo::Cid,
 }

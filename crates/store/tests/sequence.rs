@@ -99,31 +99,81 @@ fn identity_and_account_events_are_sequenced() {
     verify_all_events(&store);
 }
 
-#[test]
-fn framed_commit_hands_back_the_stored_event() {
-    use repo::firehose::Frame;
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let did = accounts(&store, 1).remove(0);
-    for i in 0..3 {
-        let r = datagen::store::post(0, i);
-        let w = store::RecordWrite::create(r.collection, None, cbor(&r.value));
-        let c = store.apply_writes_framed(&did, vec![w], None).unwrap();
-        // The same bytes a catch-up reader gets for that seq.
-        let stored = store.events_after(c.info.seq - 1, 1).unwrap();
-        assert_eq!(stored.len(), 1);
-        assert_eq!(stored[0].seq, c.info.seq);
-        assert_eq!(stored[0].frame, c.frame);
-        let Frame::Commit(commit) = Frame::decode(&c.frame).unwrap() else {
-            panic!("not a #commit frame");
-        };
-        assert_eq!(commit.seq, c.info.seq);
-        assert_eq!(commit.commit, c.info.commit);
-        assert_eq!(commit.rev, c.info.rev);
+/// A feed that records every event it is handed, and the seq of the
+/// log's end it was opened at.
+#[derive(Default)]
+struct Recorder {
+    opened: std::sync::Mutex<Option<i64>>,
+    events: std::sync::Mutex<Vec<store::Event>>,
+}
+
+impl store::EventFeed for Recorder {
+    fn opened(&self, last_seq: i64) {
+        *self.opened.lock().unwrap() = Some(last_seq);
     }
-    // A refused commit hands back nothing and stores no event.
-    let next = store.events_after(0, 1000).unwrap().len();
+
+    fn committed(&self, events: Vec<store::Event>) {
+        self.events.lock().unwrap().extend(events);
+    }
+}
+
+impl Recorder {
+    fn has(&self, seq: i64) -> bool {
+        self.events.lock().unwrap().iter().any(|e| e.seq == seq)
+    }
+}
+
+#[test]
+fn the_feed_gets_every_event_the_log_stores_in_order_before_the_call_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("feed.sqlite");
+    let feed = std::sync::Arc::new(Recorder::default());
+    let config = Config {
+        feed: Some(feed.clone()),
+        ..Config::default()
+    };
+    let store = std::sync::Arc::new(Store::open(&path, config.clone()).unwrap());
+    assert_eq!(*feed.opened.lock().unwrap(), Some(0));
+    let dids = accounts(&store, 4);
+    // Concurrent commits on four accounts (group-committed together), an
+    // identity and a status change: each call's event is in the feed by
+    // the time the call returns.
+    std::thread::scope(|s| {
+        for (t, did) in dids.iter().enumerate() {
+            let (store, feed) = (&store, &feed);
+            s.spawn(move || {
+                for i in 0..25 {
+                    let r = datagen::store::post(t as u64, i);
+                    let c = store
+                        .create_record(did, r.collection, None, cbor(&r.value), None)
+                        .unwrap();
+                    assert!(feed.has(c.seq), "commit {} not fed on return", c.seq);
+                }
+            });
+        }
+    });
+    let seq = store.update_identity(&dids[0], Some("feed.test")).unwrap();
+    assert!(feed.has(seq));
+    let seq = store
+        .set_account_status(&dids[1], false, Some("deactivated"))
+        .unwrap();
+    assert!(feed.has(seq));
+    // Refused writes feed nothing, and take no seq from the next one.
     let bad = store::RecordWrite::delete("app.bsky.feed.post", "3zzzzzzzzzzzz");
-    assert!(store.apply_writes_framed(&did, vec![bad], None).is_err());
-    assert_eq!(store.events_after(0, 1000).unwrap().len(), next);
+    assert!(store.apply_writes(&dids[2], vec![bad], None).is_err());
+    assert!(
+        store
+            .update_identity("did:plc:nobodyhere234567", None)
+            .is_err()
+    );
+    // The feed holds exactly the log: same seqs, same bytes, same order.
+    let fed = feed.events.lock().unwrap().clone();
+    let log = store.events_after(0, 10_000).unwrap();
+    assert_eq!(log.len(), 4 * 3 + 4 * 25 + 2);
+    assert_eq!(fed, log);
+    // Reopened, the feed learns where the log ends.
+    drop(store);
+    let reopened = Store::open(&path, config).unwrap();
+    assert_eq!(*feed.opened.lock().unwrap(), Some(log.len() as i64));
+    drop(reopened);
 }

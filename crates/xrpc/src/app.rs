@@ -21,7 +21,7 @@ use crate::ServerConfig;
 use crate::accounts::{Account, Accounts};
 use crate::auth::{Scope, Tokens};
 use crate::error::{ServerError, XResult, XrpcError};
-use crate::firehose::Hub;
+use crate::firehose::{Hub, HubLimits};
 use crate::params::Id;
 
 /// The state shared by every connection.
@@ -45,8 +45,13 @@ pub struct App {
     /// Password hashes running at once (one per read thread): each fills
     /// 16 MiB, so fifty logins at once would otherwise take 800 MiB.
     pub kdf: tokio::sync::Semaphore,
+    /// A hash of a random password at the configured cost, made at start:
+    /// `createSession` checks an unknown identifier's password against
+    /// it, so the answer takes one scrypt whether the account exists or
+    /// not (its timing does not tell which accounts exist).
+    pub dummy_hash: String,
     /// Store writes in flight: record commits, blobs, new accounts,
-    /// identity updates (see [`App::commit_slot`]).
+    /// identity updates (see [`App::write`]).
     writes: AtomicUsize,
     /// The `describeServer` answer.
     pub describe: Bytes,
@@ -121,6 +126,14 @@ fn load_secrets(path: &Path) -> Result<([u8; 32], Keypair), ServerError> {
     }
 }
 
+/// The hash of a random password nobody knows, at cost `log_n`.
+fn dummy_hash(log_n: u8) -> Result<String, ServerError> {
+    let mut secret = [0u8; 16];
+    getrandom::fill(&mut secret).map_err(|e| ServerError::Startup(e.to_string()))?;
+    crate::password::hash(&data_encoding::HEXLOWER.encode(&secret), log_n)
+        .map_err(|e| ServerError::Startup(format!("dummy password hash: {e}")))
+}
+
 fn is_local(host: &str) -> bool {
     host == "localhost" || host.parse::<std::net::IpAddr>().is_ok()
 }
@@ -136,7 +149,12 @@ impl App {
             )));
         }
         let (jwt, rotation) = load_secrets(&beside(&config.db, ".secret"))?;
+        // The hub is the store's event feed: the writer appends every
+        // committed event to it, in seq order, before its caller hears
+        // back (`firehose.rs`).
+        let hub = Arc::new(Hub::new(HubLimits::from(&config)));
         let store_config = store::Config {
+            feed: Some(hub.clone()),
             durable: config.durable,
             max_blob_bytes: config.blob_upload_limit,
             ..store::Config::default()
@@ -188,10 +206,11 @@ impl App {
                 String::new()
             }
         );
-        let hub = Arc::new(Hub::new(&config, r.next_seq - 1));
         let reads = Arc::new(crate::pool::Pool::new(config.read_threads)?);
+        let dummy_hash = dummy_hash(config.scrypt_log_n)?;
         Ok(App {
             kdf: tokio::sync::Semaphore::new(config.read_threads.max(1)),
+            dummy_hash,
             writes: AtomicUsize::new(0),
             reads,
             store,
@@ -214,16 +233,43 @@ impl App {
             .map_err(|_| XrpcError::internal("server shutting down"))
     }
 
+    /// Runs one store write, `f`, with the write protocol every write
+    /// route shares: counted as a store write in flight while it runs
+    /// ([`App::commit_slot`]), on the calling async thread when `run`
+    /// allows it and it is the only one, else on the blocking pool. Its
+    /// events need no hand-off: the store's writer feeds them to the
+    /// firehose before `f` returns. The outer error is the server's (a
+    /// worker that failed); `f`'s own result comes back as it is, so a
+    /// caller can still tell the store's refusals apart.
+    pub async fn write<T, F>(&self, run: Run, f: F) -> XResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Store) -> T + Send + 'static,
+    {
+        let slot = self.commit_slot();
+        let out = if slot.inline && run == Run::InlineIfAlone {
+            // The only write in flight: run it here, without the two
+            // thread wakes of a blocking-pool hop.
+            Ok(f(&self.store))
+        } else {
+            let store = self.store.clone();
+            blocking(move || Ok(f(&store))).await
+        };
+        drop(slot);
+        out
+    }
+
     /// Counts a store write in flight until the returned slot drops, and
     /// says whether it may run on the calling async thread: only when no
     /// other store write is in flight and the store does not fsync.
     ///
-    /// Every path that takes the store's writer holds a slot while it runs
-    /// (record commits, `uploadBlob`'s `put_blob`, `createAccount`'s
-    /// `create_account` and `update_identity`), so an inline commit never
-    /// waits on the writer mutex behind another write; only record commits
-    /// ever run inline, the others go to the blocking pool whatever
-    /// `inline` says.
+    /// Every path that takes the store's writer goes through
+    /// [`App::write`], which holds a slot while it runs (record commits,
+    /// `uploadBlob`'s `put_blob`, `createAccount`'s `create_account` and
+    /// `update_identity`), so an inline commit never waits on the writer
+    /// mutex behind another write; only record commits ever run inline
+    /// ([`Run::InlineIfAlone`]), the others go to the blocking pool
+    /// whatever `inline` says.
     ///
     /// Why inline at all: a commit sent to the blocking pool costs a thread
     /// wake there and another back to the async thread, several context
@@ -237,7 +283,7 @@ impl App {
     /// of holding async threads. A durable store (`synchronous = FULL`)
     /// fsyncs in every commit, which may take milliseconds: its commits
     /// never run inline.
-    pub fn commit_slot(&self) -> CommitSlot<'_> {
+    fn commit_slot(&self) -> CommitSlot<'_> {
         let before = self.writes.fetch_add(1, Ordering::AcqRel);
         CommitSlot {
             count: &self.writes,
@@ -280,6 +326,17 @@ impl App {
                 .ok_or_else(|| XrpcError::bad(error, format!("Could not find repo: {h}"))),
         }
     }
+}
+
+/// Where a store write may run ([`App::write`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Run {
+    /// On the calling async thread when it is the only store write in
+    /// flight and the store does not fsync: record commits.
+    InlineIfAlone,
+    /// Always on the blocking pool: blob puts (megabytes) and account
+    /// creation (two store calls).
+    Blocking,
 }
 
 /// One store write in flight ([`App::commit_slot`]).

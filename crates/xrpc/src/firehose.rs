@@ -1,50 +1,54 @@
-//! The firehose hub: every event's frame is encoded once (by the store's
-//! writer), its bytes put in one [`Bytes`] that every subscriber's outbox
-//! shares, and a ring of recent frames lets a subscriber that replays from
-//! a cursor cut over to the live stream with no gap and no duplicate.
+//! The firehose hub: it fans out the store's event feed. Every event's
+//! frame is encoded once (by the store's writer), its bytes put in one
+//! [`Bytes`] that every subscriber's outbox shares, and a ring of recent
+//! frames lets a subscriber that replays from a cursor cut over to the
+//! live stream with no gap and no duplicate.
 //!
 //! # Flow
 //!
-//! The server is the only writer of its store, so each handler that
-//! committed something tells the hub: a record write hands over its
-//! `#commit` frame with its seq ([`Hub::committed_frame`], the bytes
-//! `Store::apply_writes_framed` returns: the ones the writer stored), other
-//! writes (account creation's events) only their last seq
-//! ([`Hub::committed`]). Either wakes the broadcaster task, which
-//! publishes, in seq order, the run of handed frames that follows the last
-//! one it published: under the hub's lock it appends each to the ring and
-//! to every live subscriber's outbox. Handed frames can arrive out of
-//! order (commits finish their hand-off in any order); one after a missing
-//! seq waits in a buffer. A seq missing at two ticks in a row, or one no
-//! frame will come for (at or below a frame-less `committed`), is read
-//! from the store instead (`Store::events_after`, on the read pool, a page
-//! at a time), so nothing is read back that a handler handed over.
+//! The store's writer owns the event order: the hub is the store's
+//! [`store::EventFeed`], registered when the store opens, so each
+//! committed batch's events (`#commit`, `#sync`, `#identity`, `#account`,
+//! whichever write produced them) are appended to the ring in seq order,
+//! on the committing thread, after COMMIT and before the writer's callers
+//! hear back. No route tells the hub anything. The append is the whole of
+//! the hook: a short lock of the ring, a push per frame (the frame's
+//! buffer moves into a `Bytes`, no copy), evictions, and a wake of the
+//! broadcaster task when anyone listens.
 //!
-//! After a wake the broadcaster waits
-//! [`ServerConfig::firehose_coalesce`](crate::ServerConfig::firehose_coalesce)
-//! before publishing, so the commits of those few milliseconds go out as
-//! one batch: one wake and one socket write per subscriber instead of one
-//! per frame.
+//! The broadcaster fans out: after a wake it waits
+//! [`ServerConfig::firehose_coalesce`](crate::ServerConfig::firehose_coalesce),
+//! so the commits of those few milliseconds go out as one batch (one wake
+//! and one socket write per subscriber instead of one per frame), then
+//! takes the ring's frames after the last seq it sent and appends them to
+//! every live subscriber's outbox. It holds the subscriber list's lock
+//! while it does, never the ring's, so the writer never waits on a
+//! subscriber.
+//!
+//! # When the ring is full
+//!
+//! The ring keeps the last `ring_frames` frames and `ring_bytes` bytes
+//! ([`HubLimits`]); the oldest go first, whoever still needs them. That
+//! never loses an event: the store's log holds every one. A subscriber
+//! whose cursor is older than the ring replays from the log (below); and
+//! should the broadcaster fall so far behind that frames leave the ring
+//! before it sent them, every live subscriber is told it is
+//! [`Stopped::Behind`] and goes back to replaying from the log after the
+//! last seq it sent, then cuts over again.
 //!
 //! # Cut-over
 //!
 //! A subscriber with a cursor replays from the store in pages until its
 //! cursor is inside the ring (at or past the ring's floor: the ring holds
-//! every frame published after it), then attaches under the same lock the
-//! broadcaster publishes under: it takes the ring's frames after its
-//! cursor as its backlog and every later frame arrives in its outbox. So
-//! each seq reaches it exactly once, in order; the subscriber also drops
-//! any frame at or below the last seq it sent (a page read from the store
-//! can run ahead of the broadcaster). [`Replay`] holds these steps.
-//!
-//! A page that comes back empty proves that nothing after the
-//! subscriber's last seq was stored when it was read, so everything after
-//! it is still to be published or was published since, into the ring: the
-//! subscriber attaches at its own last seq and takes the ring's frames
-//! after it, provided the ring's floor has not moved since the hub sent it
-//! to the store (nothing evicted or skipped meanwhile). Attaching at the
-//! hub's head instead would skip a commit published between the read and
-//! the attach.
+//! every event after it), then attaches under the subscriber list's lock,
+//! which the broadcaster sends under: it takes the ring's frames after its
+//! cursor up to the last seq the broadcaster sent as its backlog, and its
+//! outbox gets every later frame. So each seq reaches it exactly once, in
+//! order. A page read from the store may run ahead of the ring (an event
+//! is in the log at COMMIT, in the ring a moment later): the outbox skips
+//! frames at or below the cursor it attached with, and the subscriber
+//! drops any frame at or below the last seq it sent. [`Replay`] holds
+//! these steps.
 //!
 //! # Outboxes
 //!
@@ -56,18 +60,16 @@
 //! `ConsumerTooSlow` error frame and closes with 1008. Pushing never
 //! waits on a subscriber, so the others are unaffected.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use bytes::Bytes;
-use store::Store;
 use tokio::sync::Notify;
 
 use crate::ServerConfig;
 
-/// Events read from the store per page.
-const PAGE: usize = 1024;
 /// Frames the ring keeps for cut-over.
 const RING_FRAMES: usize = 8192;
 /// Bytes the ring keeps at most.
@@ -80,6 +82,36 @@ pub struct Shared {
     pub seq: i64,
     /// Header and body bytes.
     pub bytes: Bytes,
+}
+
+/// The hub's bounds, taken from the [`ServerConfig`].
+#[derive(Debug, Clone)]
+pub struct HubLimits {
+    /// Concurrent subscribers.
+    pub max_subscribers: usize,
+    /// Frames an outbox holds before its subscriber is too slow.
+    pub outbox_frames: usize,
+    /// Bytes an outbox holds before its subscriber is too slow.
+    pub outbox_bytes: usize,
+    /// The broadcaster's pause after a wake.
+    pub coalesce: Duration,
+    /// Frames the ring keeps.
+    pub ring_frames: usize,
+    /// Bytes the ring keeps at most.
+    pub ring_bytes: usize,
+}
+
+impl From<&ServerConfig> for HubLimits {
+    fn from(c: &ServerConfig) -> Self {
+        HubLimits {
+            max_subscribers: c.max_subscribers,
+            outbox_frames: c.outbox_frames.max(1),
+            outbox_bytes: c.outbox_bytes.max(1),
+            coalesce: c.firehose_coalesce,
+            ring_frames: RING_FRAMES,
+            ring_bytes: RING_BYTES,
+        }
+    }
 }
 
 /// Counters the embedding program can read.
@@ -102,60 +134,100 @@ impl Stats {
     }
 }
 
+/// Why an outbox takes no more frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    Open,
+pub enum Stopped {
+    /// Its subscriber did not keep up with its outbox's bounds.
     TooSlow,
+    /// The ring let go of frames before the broadcaster sent them: the
+    /// subscriber replays them from the store (see "When the ring is
+    /// full").
+    Behind,
 }
 
 struct Queue {
     frames: VecDeque<Shared>,
     bytes: usize,
-    state: State,
+    stopped: Option<Stopped>,
 }
 
 /// A subscriber's outbox.
 pub struct Outbox {
     q: Mutex<Queue>,
+    /// Frames at or below this seq are not pushed (the subscriber has them
+    /// from its backlog or from the store).
+    from: i64,
     max_frames: usize,
     max_bytes: usize,
     /// Frames were pushed.
     pub ready: Notify,
-    /// It was marked too slow.
-    pub slow: Notify,
+    /// It was stopped ([`Outbox::take`] says why).
+    pub stopped: Notify,
 }
 
 impl Outbox {
-    /// Appends `frames` and wakes the subscriber once; `false` when it is
-    /// (now) marked too slow.
+    fn new(from: i64, limits: &HubLimits) -> Self {
+        Outbox {
+            q: Mutex::new(Queue {
+                frames: VecDeque::new(),
+                bytes: 0,
+                stopped: None,
+            }),
+            from,
+            max_frames: limits.outbox_frames,
+            max_bytes: limits.outbox_bytes,
+            ready: Notify::new(),
+            stopped: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.q.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The seq it was attached after: frames at or below it are not
+    /// pushed.
+    pub fn from(&self) -> i64 {
+        self.from
+    }
+
+    /// Stops the outbox for `why`, emptying it, and signals its subscriber.
+    fn stop(&self, q: &mut Queue, why: Stopped) {
+        q.stopped = Some(why);
+        q.frames = VecDeque::new();
+        q.bytes = 0;
+        self.stopped.notify_one();
+    }
+
+    /// Appends the frames after [`from`](Self::from) and wakes the
+    /// subscriber once; `false` when it is (now) stopped.
     fn push_all(&self, frames: &[Shared]) -> bool {
-        let mut q = self.q.lock().unwrap_or_else(|p| p.into_inner());
-        if q.state != State::Open {
+        let mut q = self.lock();
+        if q.stopped.is_some() {
             return false;
         }
-        for f in frames {
+        let mut pushed = false;
+        for f in frames.iter().filter(|f| f.seq > self.from) {
             if q.frames.len() >= self.max_frames || q.bytes + f.bytes.len() > self.max_bytes {
-                q.state = State::TooSlow;
-                q.frames = VecDeque::new();
-                q.bytes = 0;
-                drop(q);
-                self.slow.notify_one();
+                self.stop(&mut q, Stopped::TooSlow);
                 return false;
             }
             q.bytes += f.bytes.len();
             q.frames.push_back(f.clone());
+            pushed = true;
         }
         drop(q);
-        self.ready.notify_one();
+        if pushed {
+            self.ready.notify_one();
+        }
         true
     }
 
-    /// Moves up to `max` frames into `out`; `Err` once the subscriber was
-    /// marked too slow.
-    pub fn take(&self, out: &mut Vec<Shared>, max: usize) -> Result<(), ()> {
-        let mut q = self.q.lock().unwrap_or_else(|p| p.into_inner());
-        if q.state == State::TooSlow {
-            return Err(());
+    /// Moves up to `max` frames into `out`; once stopped, says why.
+    pub fn take(&self, out: &mut Vec<Shared>, max: usize) -> Result<(), Stopped> {
+        let mut q = self.lock();
+        if let Some(why) = q.stopped {
+            return Err(why);
         }
         let n = q.frames.len().min(max);
         let mut taken = 0;
@@ -168,51 +240,61 @@ impl Outbox {
     }
 }
 
-struct Inner {
+/// The ring: the frames the feed appended, newest last.
+struct Ring {
+    /// The last seq appended.
     head: i64,
-    /// The ring holds every frame published with a seq in `(floor,
-    /// head]`; none at or below it (evicted, or skipped by a fast-forward).
+    /// The ring holds every event with a seq in `(floor, head]`: none at or
+    /// below it (evicted, or from before the store opened).
     floor: i64,
-    ring: VecDeque<Shared>,
-    ring_bytes: usize,
-    subs: Vec<Arc<Outbox>>,
+    frames: VecDeque<Shared>,
+    bytes: usize,
+    /// Someone is subscribed: appends wake the broadcaster.
+    listening: bool,
 }
 
-/// What [`Hub::attach`] decided.
-pub enum Attach {
-    /// Live from now on: send `backlog`, then the outbox.
+impl Ring {
+    /// The frames with a seq in `(after, upto]`.
+    fn between(&self, after: i64, upto: i64) -> Vec<Shared> {
+        let start = self.frames.partition_point(|f| f.seq <= after);
+        let end = self.frames.partition_point(|f| f.seq <= upto);
+        self.frames.range(start..end.max(start)).cloned().collect()
+    }
+}
+
+/// The live subscribers and what the broadcaster sent them.
+struct Subs {
+    /// The last seq the broadcaster sent (or, with nobody subscribed, the
+    /// head when the first subscriber attached: nothing before it is owed
+    /// to anyone).
+    sent: i64,
+    outboxes: Vec<Arc<Outbox>>,
+}
+
+/// What a subscriber does next ([`Replay::step`], [`Hub::attach`]).
+pub enum Step {
+    /// Live from now on: send the backlog, then the outbox.
     Live(Arc<Outbox>, Vec<Shared>),
-    /// The cursor is older than the ring: replay a page from the store.
-    /// Holds the ring's floor at this answer.
-    Behind(i64),
+    /// Read a page of the store's events after `after` and hand it to
+    /// [`Replay::page`]: the cursor is older than the ring, whose floor
+    /// was `floor`.
+    Read {
+        /// The seq to read after.
+        after: i64,
+        /// The ring's floor when the hub said so.
+        floor: i64,
+    },
 }
 
-/// The hub.
+/// The hub. Lock order: `subs`, then `ring`; the feed takes `ring` alone.
 pub struct Hub {
-    inner: Mutex<Inner>,
-    /// Frames handed over by the handlers that committed them, by seq,
-    /// until published (only while someone is attached). Locked after
-    /// `inner` when both are.
-    handed: Mutex<BTreeMap<i64, Bytes>>,
+    ring: Mutex<Ring>,
+    subs: Mutex<Subs>,
+    /// Wakes the broadcaster.
     wake: Notify,
-    /// The highest seq known committed.
-    committed: AtomicI64,
-    /// The highest seq committed without a frame handed over: a missing
-    /// seq at or below it is read from the store at once.
-    unframed: AtomicI64,
-    /// Subscribers attached (or attaching); written under the lock only.
-    /// A commit wakes the broadcaster only when it is non-zero.
-    live: AtomicUsize,
     stats: Arc<Stats>,
-    max_subscribers: usize,
-    outbox_frames: usize,
-    outbox_bytes: usize,
+    limits: HubLimits,
     closing: AtomicBool,
-    coalesce: std::time::Duration,
-    /// Frames the ring keeps.
-    ring_frames: usize,
-    /// Bytes the ring keeps at most.
-    ring_bytes: usize,
     /// Signalled once when the server shuts down (wait with
     /// [`Hub::closing`]).
     closed: Notify,
@@ -227,36 +309,78 @@ impl Drop for Slot {
     }
 }
 
+impl store::EventFeed for Hub {
+    fn opened(&self, last_seq: i64) {
+        let mut subs = self.subs();
+        let mut ring = self.ring();
+        ring.head = last_seq;
+        ring.floor = last_seq;
+        subs.sent = last_seq;
+    }
+
+    /// The append (see "Flow"): on the store's committing thread, under
+    /// the writer's lock, so it only takes the ring's lock.
+    fn committed(&self, events: Vec<store::Event>) {
+        let mut ring = self.ring();
+        for e in events {
+            // In seq order from the one writer; nothing is appended twice.
+            if e.seq <= ring.head {
+                continue;
+            }
+            ring.head = e.seq;
+            ring.bytes += e.frame.len();
+            ring.frames.push_back(Shared {
+                seq: e.seq,
+                bytes: Bytes::from(e.frame),
+            });
+        }
+        while ring.frames.len() > self.limits.ring_frames || ring.bytes > self.limits.ring_bytes {
+            match ring.frames.pop_front() {
+                Some(old) => {
+                    ring.bytes -= old.bytes.len();
+                    ring.floor = old.seq;
+                }
+                None => break,
+            }
+        }
+        let wake = ring.listening;
+        drop(ring);
+        if wake {
+            self.wake.notify_one();
+        }
+    }
+}
+
 impl Hub {
-    /// A hub whose last published event is `head`.
-    pub fn new(config: &ServerConfig, head: i64) -> Self {
+    /// A hub within `limits`; the store it feeds on sets its head when it
+    /// opens ([`store::EventFeed::opened`]).
+    pub fn new(limits: HubLimits) -> Self {
         Hub {
-            inner: Mutex::new(Inner {
-                head,
-                floor: head,
-                ring: VecDeque::new(),
-                ring_bytes: 0,
-                subs: Vec::new(),
+            ring: Mutex::new(Ring {
+                head: 0,
+                floor: 0,
+                frames: VecDeque::new(),
+                bytes: 0,
+                listening: false,
             }),
-            handed: Mutex::new(BTreeMap::new()),
+            subs: Mutex::new(Subs {
+                sent: 0,
+                outboxes: Vec::new(),
+            }),
             wake: Notify::new(),
-            committed: AtomicI64::new(head),
-            unframed: AtomicI64::new(head),
-            live: AtomicUsize::new(0),
             stats: Arc::new(Stats::default()),
-            max_subscribers: config.max_subscribers,
-            outbox_frames: config.outbox_frames.max(1),
-            outbox_bytes: config.outbox_bytes.max(1),
+            limits,
             closing: AtomicBool::new(false),
-            coalesce: config.firehose_coalesce,
-            ring_frames: RING_FRAMES,
-            ring_bytes: RING_BYTES,
             closed: Notify::new(),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    fn ring(&self) -> MutexGuard<'_, Ring> {
+        self.ring.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn subs(&self) -> MutexGuard<'_, Subs> {
+        self.subs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The counters.
@@ -264,48 +388,16 @@ impl Hub {
         self.stats.clone()
     }
 
-    /// A write committed the events up to `seq` without handing over
-    /// their frames (the broadcaster reads them from the store).
-    ///
-    /// With nobody attached the broadcaster is not woken (a write-heavy
-    /// server with no subscriber pays nothing for the firehose). This
-    /// store, then the load of `live`, pairs with `attach`'s store of
-    /// `live`, then load of `committed` (all SeqCst): at least one side
-    /// sees the other, so either the attaching subscriber's head already
-    /// covers `seq` or this wake publishes it.
-    pub fn committed(&self, seq: i64) {
-        self.unframed.fetch_max(seq, Ordering::SeqCst);
-        self.committed.fetch_max(seq, Ordering::SeqCst);
-        if self.live.load(Ordering::SeqCst) > 0 {
-            self.wake.notify_one();
-        }
-    }
-
-    /// A write committed the event `seq`, whose frame is `frame` (the
-    /// bytes the store stored for it): published as it is, not read back.
-    /// Kept only while someone is attached (the pairing of
-    /// [`committed`](Self::committed)).
-    pub fn committed_frame(&self, seq: i64, frame: Bytes) {
-        self.committed.fetch_max(seq, Ordering::SeqCst);
-        if self.live.load(Ordering::SeqCst) > 0 {
-            self.handed
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(seq, frame);
-            self.wake.notify_one();
-        }
-    }
-
-    /// The highest seq known committed.
+    /// The last seq the store fed.
     pub fn head(&self) -> i64 {
-        self.committed.load(Ordering::SeqCst)
+        self.ring().head
     }
 
     /// Takes a subscriber slot, if under the limit.
     pub fn slot(&self) -> Option<Slot> {
         let n = self.stats.subscribers.fetch_add(1, Ordering::AcqRel);
         let slot = Slot(self.stats.clone());
-        if n >= self.max_subscribers || self.is_closing() {
+        if n >= self.limits.max_subscribers || self.is_closing() {
             return None;
         }
         Some(slot)
@@ -339,249 +431,108 @@ impl Hub {
     }
 
     /// Attaches a subscriber whose last received seq is `cursor` (`None`:
-    /// live only); subscribers attach through [`Replay`].
-    #[cfg(test)]
-    fn attach(&self, cursor: Option<i64>) -> Attach {
-        self.attach_after(cursor, None)
-    }
-
-    /// [`attach`](Self::attach); with `caught_up: Some(floor)` the
-    /// subscriber read the store after `cursor` and found nothing, having
-    /// been sent there when the ring's floor was `floor`: while the floor
-    /// is still there, every event after `cursor` is in the ring or yet to
-    /// be published (see "Cut-over").
-    fn attach_after(&self, cursor: Option<i64>, caught_up: Option<i64>) -> Attach {
-        let mut inner = self.lock();
-        self.live.store(inner.subs.len() + 1, Ordering::SeqCst);
-        if inner.subs.is_empty() {
-            // Nobody was listening, so the broadcaster may not have been
-            // woken for the latest commits: move the head to them.
-            Self::fast_forward(&mut inner, self.committed.load(Ordering::SeqCst));
+    /// live only, from the head on), or sends it to the store when its
+    /// cursor is older than the ring (see "Cut-over"). Subscribers attach
+    /// through [`Replay`].
+    ///
+    /// `dry: Some(floor)`: the subscriber was sent to the store when the
+    /// ring's floor was `floor` and its page after `cursor` came back
+    /// empty. While the floor is still there, nothing between `cursor` and
+    /// it was ever stored (all of it was committed before that read), so
+    /// the subscriber attaches as if at the floor instead of reading the
+    /// same empty page forever. A log consistent with the feed never
+    /// answers empty there; this is the guard.
+    fn attach(&self, cursor: Option<i64>, dry: Option<i64>) -> Step {
+        let mut subs = self.subs();
+        let mut ring = self.ring();
+        if subs.outboxes.is_empty() {
+            // Nobody listened, so nothing was sent: nothing before the
+            // head is owed to anyone.
+            subs.sent = ring.head;
         }
-        let backlog = match cursor {
-            None => Vec::new(),
-            Some(c) if c >= inner.floor || caught_up == Some(inner.floor) => {
-                inner.ring.iter().filter(|f| f.seq > c).cloned().collect()
+        let (from, backlog) = match cursor {
+            None => (ring.head, Vec::new()),
+            Some(c) if c >= ring.floor || dry == Some(ring.floor) => {
+                (c.max(subs.sent), ring.between(c, subs.sent))
             }
-            Some(_) => {
-                self.live.store(inner.subs.len(), Ordering::SeqCst);
-                return Attach::Behind(inner.floor);
+            Some(c) => {
+                return Step::Read {
+                    after: c,
+                    floor: ring.floor,
+                };
             }
         };
-        let outbox = Arc::new(Outbox {
-            q: Mutex::new(Queue {
-                frames: VecDeque::new(),
-                bytes: 0,
-                state: State::Open,
-            }),
-            max_frames: self.outbox_frames,
-            max_bytes: self.outbox_bytes,
-            ready: Notify::new(),
-            slow: Notify::new(),
-        });
-        inner.subs.push(outbox.clone());
-        Attach::Live(outbox, backlog)
+        // From here on every append wakes the broadcaster.
+        ring.listening = true;
+        drop(ring);
+        let outbox = Arc::new(Outbox::new(from, &self.limits));
+        subs.outboxes.push(outbox.clone());
+        Step::Live(outbox, backlog)
     }
 
     /// Detaches a subscriber.
     pub fn detach(&self, outbox: &Arc<Outbox>) {
-        let mut inner = self.lock();
-        inner.subs.retain(|s| !Arc::ptr_eq(s, outbox));
-        self.live.store(inner.subs.len(), Ordering::SeqCst);
-    }
-
-    /// Moves the head to `to` without publishing; the ring, no longer
-    /// contiguous with the head, is emptied.
-    fn fast_forward(inner: &mut Inner, to: i64) {
-        if to > inner.head {
-            inner.head = to;
-            inner.floor = to;
-            inner.ring.clear();
-            inner.ring_bytes = 0;
+        let mut subs = self.subs();
+        subs.outboxes.retain(|s| !Arc::ptr_eq(s, outbox));
+        if subs.outboxes.is_empty() {
+            self.ring().listening = false;
         }
     }
 
-    fn publish(&self, frames: Vec<Shared>) {
-        let mut inner = self.lock();
-        self.publish_locked(&mut inner, frames);
-    }
-
-    /// Publishes the handed frames that follow the head without a gap;
-    /// returns the first seq after the new head when a later one is known
-    /// committed (its frame is missing, for now or for good).
-    fn publish_handed(&self) -> Option<i64> {
-        let mut inner = self.lock();
-        let mut next = inner.head + 1;
-        let run: Vec<Shared> = {
-            let mut handed = self.handed.lock().unwrap_or_else(|p| p.into_inner());
-            let mut run = Vec::new();
-            while let Some(e) = handed.first_entry() {
-                let seq = *e.key();
-                if seq < next {
-                    // Published already (read from the store, or skipped).
-                    e.remove();
-                } else if seq == next {
-                    run.push(Shared {
-                        seq,
-                        bytes: e.remove(),
-                    });
-                    next += 1;
-                } else {
-                    break;
-                }
-            }
-            run
-        };
-        self.publish_locked(&mut inner, run);
-        let head = inner.head;
-        (self.committed.load(Ordering::SeqCst) > head).then_some(head + 1)
-    }
-
-    fn publish_locked(&self, inner: &mut Inner, mut frames: Vec<Shared>) {
-        // Strictly after the head and increasing: nothing is sent twice.
-        let mut prev = inner.head;
-        frames.retain(|f| {
-            let keep = f.seq > prev;
-            prev = prev.max(f.seq);
-            keep
-        });
-        let (Some(first), Some(last)) = (frames.first(), frames.last()) else {
+    /// Sends the ring's frames after the last seq sent to every live
+    /// subscriber (see "Flow" and "When the ring is full").
+    fn fan_out(&self) {
+        let mut subs = self.subs();
+        let mut ring = self.ring();
+        if subs.outboxes.is_empty() {
+            ring.listening = false;
+            subs.sent = ring.head;
             return;
-        };
-        if first.seq > inner.head + 1 {
-            // Seqs between the head and this batch were never published:
-            // the ring may not claim them.
-            Self::fast_forward(inner, first.seq - 1);
         }
-        inner.head = last.seq;
+        if subs.sent < ring.floor {
+            // Frames left the ring before they went out: nobody may skip
+            // them, so every subscriber reads them from the store.
+            ring.listening = false;
+            subs.sent = ring.head;
+            drop(ring);
+            for o in subs.outboxes.drain(..) {
+                o.stop(&mut o.lock(), Stopped::Behind);
+            }
+            return;
+        }
+        let frames = ring.between(subs.sent, ring.head);
+        subs.sent = ring.head;
+        drop(ring);
+        if frames.is_empty() {
+            return;
+        }
         // Each subscriber gets the whole batch under one lock of its
         // outbox and one wake; one that overflowed is let go here.
-        let before = inner.subs.len();
-        inner.subs.retain(|s| s.push_all(&frames));
-        if inner.subs.len() != before {
-            self.live.store(inner.subs.len(), Ordering::SeqCst);
-            self.stats
-                .too_slow
-                .fetch_add(before - inner.subs.len(), Ordering::Relaxed);
-        }
-        for f in frames {
-            inner.ring_bytes += f.bytes.len();
-            inner.ring.push_back(f);
-        }
-        while inner.ring.len() > self.ring_frames || inner.ring_bytes > self.ring_bytes {
-            match inner.ring.pop_front() {
-                Some(old) => {
-                    inner.ring_bytes -= old.bytes.len();
-                    inner.floor = old.seq;
-                }
-                None => break,
+        let before = subs.outboxes.len();
+        subs.outboxes.retain(|s| s.push_all(&frames));
+        let dropped = before - subs.outboxes.len();
+        if dropped > 0 {
+            self.stats.too_slow.fetch_add(dropped, Ordering::Relaxed);
+            if subs.outboxes.is_empty() {
+                self.ring().listening = false;
             }
         }
-        self.committed.fetch_max(inner.head, Ordering::SeqCst);
     }
 
-    /// With no subscriber, moves the head to the last committed event
-    /// without reading anything (a write-heavy server with nobody
-    /// listening pays nothing for the firehose). Checked and done under
-    /// the lock `attach` takes, so a subscriber attaching afterwards sees
-    /// the new head, and one with an older cursor replays from the store.
-    fn skip_when_idle(&self) -> bool {
-        let mut inner = self.lock();
-        if !inner.subs.is_empty() {
-            return false;
-        }
-        Self::fast_forward(&mut inner, self.committed.load(Ordering::SeqCst));
-        let head = inner.head;
-        self.handed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|seq, _| *seq > head);
-        true
-    }
-
-    /// Reads the page of events after the head from the store and
-    /// publishes it; how many it read (`None`: the read failed).
-    async fn publish_from_store(
-        &self,
-        store: &Arc<Store>,
-        reads: &crate::pool::Pool,
-    ) -> Option<usize> {
-        let head = self.lock().head;
-        let st = store.clone();
-        let events = reads
-            .run(move || Ok(st.events_after(head, PAGE)?))
-            .await
-            .ok()?;
-        let n = events.len();
-        self.publish(
-            events
-                .into_iter()
-                .map(|e| Shared {
-                    seq: e.seq,
-                    bytes: Bytes::from(e.frame),
-                })
-                .collect(),
-        );
-        Some(n)
-    }
-
-    /// The broadcaster: after each wake (and a coalescing pause),
-    /// publishes the handed frames in seq order, and reads from the store
-    /// the events no frame came for.
-    pub async fn run(self: Arc<Self>, store: Arc<Store>, reads: Arc<crate::pool::Pool>) {
-        // The seq found missing at the last tick: its frame gets one more
-        // tick to arrive (its handler is usually between the commit and
-        // the hand-off) before it is read from the store.
-        let mut stalled: Option<i64> = None;
+    /// The broadcaster: after each wake (and a coalescing pause), sends
+    /// what the feed appended since.
+    pub async fn run(self: Arc<Self>) {
         loop {
-            if stalled.is_none() {
-                self.wake.notified().await;
-            }
+            self.wake.notified().await;
             if self.is_closing() {
                 return;
             }
-            if self.skip_when_idle() {
-                stalled = None;
-                continue;
+            if !self.limits.coalesce.is_zero() {
+                tokio::time::sleep(self.limits.coalesce).await;
             }
-            if !self.coalesce.is_zero() {
-                tokio::time::sleep(self.coalesce).await;
-            } else if stalled.is_some() {
-                tokio::task::yield_now().await;
-            }
-            let mut full_page = false;
-            loop {
-                let Some(missing) = self.publish_handed() else {
-                    stalled = None;
-                    break;
-                };
-                let overdue = full_page
-                    || stalled == Some(missing)
-                    || missing <= self.unframed.load(Ordering::SeqCst);
-                if !overdue {
-                    stalled = Some(missing);
-                    break;
-                }
-                stalled = None;
-                match self.publish_from_store(&store, &reads).await {
-                    // Then the handed frames past the page, if any.
-                    Some(n) if n > 0 => full_page = n == PAGE,
-                    // A failed read is retried at the next wake; the
-                    // subscribers' replay reads the store themselves.
-                    _ => break,
-                }
-            }
+            self.fan_out();
         }
     }
-}
-
-/// What a replaying subscriber does next ([`Replay::step`]).
-pub enum Step {
-    /// Live from now on: send the backlog, then the outbox.
-    Live(Arc<Outbox>, Vec<Shared>),
-    /// Read a page of the store's events after this seq and hand it to
-    /// [`Replay::page`].
-    Read(i64),
 }
 
 /// A subscriber's way from its cursor to the live stream: store pages
@@ -594,7 +545,7 @@ pub struct Replay {
     /// The ring's floor when the hub last sent it to the store.
     floor: i64,
     /// The last page read was empty.
-    caught_up: bool,
+    dry: bool,
 }
 
 impl Replay {
@@ -604,7 +555,7 @@ impl Replay {
             last: cursor.unwrap_or(i64::MIN),
             at: cursor,
             floor: i64::MIN,
-            caught_up: false,
+            dry: false,
         }
     }
 
@@ -615,25 +566,18 @@ impl Replay {
 
     /// Attaches to `hub`, or says which page to read.
     pub fn step(&mut self, hub: &Hub) -> Step {
-        let caught_up = self.caught_up.then_some(self.floor);
-        match hub.attach_after(self.at, caught_up) {
-            Attach::Live(o, b) => Step::Live(o, b),
-            Attach::Behind(floor) => {
-                self.floor = floor;
-                self.caught_up = false;
-                Step::Read(self.last)
-            }
+        let step = hub.attach(self.at, self.dry.then_some(self.floor));
+        if let Step::Read { floor, .. } = step {
+            self.floor = floor;
+            self.dry = false;
         }
+        step
     }
 
     /// Takes the page read after [`Replay::last`]; returns its events to
     /// send, in order.
     pub fn page(&mut self, events: Vec<store::Event>) -> Vec<store::Event> {
-        // Empty: nothing after `last` was stored at the read, so whatever
-        // follows it is in the ring or still to come; attach at `last`
-        // itself, not at the hub's head, which a commit published since
-        // may have passed (see "Cut-over").
-        self.caught_up = events.is_empty();
+        self.dry = events.is_empty();
         let last = self.last;
         let out: Vec<store::Event> = events.into_iter().filter(|e| e.seq > last).collect();
         if let Some(e) = out.last() {

@@ -32,7 +32,10 @@
 //! | module | owns |
 //! |---|---|
 //! | `app` | the shared state: store, accounts, token keys, firehose, config-derived answers |
-//! | `net` | the listener, connections (limits, keep-alive), graceful shutdown, body types |
+//! | `net` | the listener, connections (limits, keep-alive), the runtime, graceful shutdown |
+//! | `request` | reading request bodies (capped), JSON bodies |
+//! | `response` | the response body type and the shared JSON answers |
+//! | `stall` | the connection's socket with its write deadline |
 //! | `error` | [`XrpcError`]-style JSON errors and the store's errors mapped to lexicon names |
 //! | `params` | query strings: percent-decoding and the lexicon format checks |
 //! | `auth` | HS256 access / refresh JWTs and the secret file |
@@ -41,7 +44,7 @@
 //! | `plc` | did:plc genesis operations and their submission |
 //! | `pool` | the read pool: the store's short reads, off the async threads |
 //! | `routes` | the XRPC methods, by lexicon namespace |
-//! | `firehose` | the event hub: each frame encoded once (handed over by the commit that stored it, or read from the store), its bytes shared by all subscribers |
+//! | `firehose` | the event hub: the store's event feed (each frame encoded once by the store's writer, appended in seq order as batches commit) fanned out to subscribers, its bytes shared by all |
 //! | `subscribe` | one WebSocket subscriber: replay, cut-over, outbox, ping |
 //!
 //! # Persistence
@@ -61,7 +64,10 @@ mod params;
 mod password;
 mod plc;
 mod pool;
+mod request;
+mod response;
 mod routes;
+mod stall;
 mod subscribe;
 
 use std::future::Future;
@@ -93,10 +99,25 @@ pub struct ServerConfig {
     pub blob_upload_limit: usize,
     /// Largest JSON request body (bytes).
     pub json_body_limit: usize,
+    /// How long any request body may take before its bytes are counted
+    /// against [`body_min_rate`](Self::body_min_rate).
+    pub body_grace: Duration,
+    /// The slowest a request body may arrive, in bytes per second: a body
+    /// of `n` bytes (declared, else the route's cap) must have arrived
+    /// `body_grace + n / body_min_rate` after the handler starts reading
+    /// it, else 408 and the connection closes.
+    pub body_min_rate: u64,
+    /// How long a response write may wait for the client to read before
+    /// the connection is dropped (a client that stops reading holds the
+    /// server's buffers that long at most).
+    pub write_stall: Duration,
     /// Largest request URL (path and query, bytes).
     pub max_url_bytes: usize,
     /// Largest request head (request line and headers, bytes).
     pub max_header_bytes: usize,
+    /// Async worker threads of the runtime [`spawn`] and the `atpds`
+    /// binary build ([`runtime`]); one per core by default.
+    pub workers: usize,
     /// Threads running the store's short reads (see `pool.rs`).
     pub read_threads: usize,
     /// Concurrent `subscribeRepos` connections.
@@ -140,8 +161,12 @@ impl ServerConfig {
             plc_url: None,
             blob_upload_limit: 5 << 20,
             json_body_limit: 1 << 20,
+            body_grace: Duration::from_secs(10),
+            body_min_rate: 32 << 10,
+            write_stall: Duration::from_secs(30),
             max_url_bytes: 8 << 10,
             max_header_bytes: 16 << 10,
+            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
             read_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             max_subscribers: 1024,
             subscriber_send_buffer: 128 << 10,
@@ -219,10 +244,11 @@ impl Drop for RunningServer {
     }
 }
 
-/// Starts a server on a runtime of its own (two worker threads, a blocking
-/// pool for the store) and returns once it listens.
+/// Starts a server on a runtime of its own ([`ServerConfig::workers`]
+/// async threads, a blocking pool for the store) and returns once it
+/// listens.
 pub fn spawn(config: ServerConfig) -> Result<RunningServer, ServerError> {
-    let runtime = net::runtime()?;
+    let runtime = net::runtime(config.workers)?;
     let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
     let (done_tx, done_rx) = std::sync::mpsc::sync_channel(1);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -1,18 +1,14 @@
 //! The listener and connections: HTTP/1.1 with keep-alive (hyper), the
 //! request-head cap (`max_header_bytes`: a head over it is answered 431
-//! by hyper), the response body type, and graceful shutdown (stop
-//! accepting, let each connection finish its in-flight request, close the
-//! firehose subscribers, wait for both, then close the store).
+//! by hyper), the runtime, and graceful shutdown (stop accepting, let each
+//! connection finish its in-flight request, close the firehose
+//! subscribers, wait for both, then close the store).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
-use hyper::body::{Frame, SizeHint};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
@@ -21,64 +17,24 @@ use tokio::sync::{mpsc, watch};
 use crate::app::App;
 use crate::error::ServerError;
 use crate::firehose::Stats;
+use crate::stall::Stalling;
 use crate::{ServerConfig, routes};
 
 /// How long shutdown waits for in-flight requests and subscribers.
 const DRAIN: Duration = Duration::from_secs(10);
 
-/// The runtime [`crate::spawn`] and the `atpds` binary run on: two async workers (the machine
-/// has two cores) and a blocking pool for the store. Commits wait on the
-/// store's group commit, so the pool is larger than the core count: ten
-/// concurrent createRecord calls need ten threads waiting in one batch.
-pub fn runtime() -> Result<tokio::runtime::Runtime, ServerError> {
+/// The runtime [`crate::spawn`] and the `atpds` binary run on: `workers`
+/// async threads ([`ServerConfig::workers`]: one per core by default) and
+/// a blocking pool for the store. Commits wait on the store's group
+/// commit, so the pool is larger than the core count: ten concurrent
+/// createRecord calls need ten threads waiting in one batch.
+pub fn runtime(workers: usize) -> Result<tokio::runtime::Runtime, ServerError> {
     Ok(tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers.max(1))
         .max_blocking_threads(256)
         .thread_name("atpds")
         .enable_all()
         .build()?)
-}
-
-/// A response body: one buffer, or a stream of chunks (getRepo).
-pub enum Body {
-    /// A whole body (taken on the first poll).
-    Full(Option<Bytes>),
-    /// Chunks from a producer on the blocking pool.
-    Stream(mpsc::Receiver<Result<Bytes, std::io::Error>>),
-}
-
-impl Body {
-    /// An empty body.
-    pub fn empty() -> Self {
-        Body::Full(None)
-    }
-}
-
-impl hyper::body::Body for Body {
-    type Data = Bytes;
-    type Error = std::io::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
-        match self.get_mut() {
-            Body::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
-            Body::Stream(rx) => rx.poll_recv(cx).map(|c| c.map(|r| r.map(Frame::data))),
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        matches!(self, Body::Full(None))
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self {
-            Body::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
-            Body::Full(None) => SizeHint::with_exact(0),
-            Body::Stream(_) => SizeHint::default(),
-        }
-    }
 }
 
 /// A bound listener and the opened state, ready to run.
@@ -103,7 +59,7 @@ impl Bound {
             .await
             .map_err(|e| ServerError::Startup(e.to_string()))??;
         let app = Arc::new(app);
-        tokio::spawn(app.hub.clone().run(app.store.clone(), app.reads.clone()));
+        tokio::spawn(app.hub.clone().run());
         Ok(Bound {
             listener,
             addr,
@@ -181,7 +137,10 @@ async fn connection(
         .keep_alive(true)
         .timer(TokioTimer::new())
         .header_read_timeout(Duration::from_secs(30))
-        .serve_connection(TokioIo::new(stream), svc)
+        .serve_connection(
+            TokioIo::new(Stalling::new(stream, app.config.write_stall)),
+            svc,
+        )
         .with_upgrades();
     tokio::pin!(conn);
     tokio::select! {

@@ -1,9 +1,10 @@
 //! One `com.atproto.sync.subscribeRepos` subscriber: the WebSocket
 //! upgrade (refused past the connection limit), `FutureCursor` for a cursor
 //! past the head, replay from the store, cut-over to the hub
-//! (`firehose.rs`), the live loop (outbox to socket, pings), and the
-//! goodbyes: `ConsumerTooSlow` then close 1008 for one that fell behind,
-//! 1001 when the server shuts down.
+//! (`firehose.rs`), the live loop (outbox to socket, pings), a return to
+//! replay when the hub's ring let go of frames before they were sent, and
+//! the goodbyes: `ConsumerTooSlow` then close 1008 for one that fell
+//! behind its outbox, 1001 when the server shuts down.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,12 +23,16 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig
 
 use crate::app::App;
 use crate::error::{XResult, XrpcError};
-use crate::firehose::{Outbox, Replay, Slot, Step};
-use crate::net::Body;
+use crate::firehose::{Outbox, Replay, Shared, Slot, Step, Stopped};
 use crate::params::Params;
+use crate::response::Body;
+use crate::stall::Stalling;
 
 /// Events per replay page read from the store.
 const REPLAY_PAGE: usize = 512;
+/// Frame bytes per replay page, at most (plus one frame): a replay of
+/// large commits holds this much per subscriber, not a page of them.
+const REPLAY_BYTES: usize = 4 << 20;
 /// Frames moved from the outbox per wake.
 const BATCH: usize = 256;
 /// How long a goodbye (error frame and close) may take to send.
@@ -91,10 +96,10 @@ pub fn upgrade(app: &Arc<App>, parts: &mut Parts) -> XResult<Response<Body>> {
         // past the request), so its send buffer can be bounded: with the
         // kernel's autotuning, megabytes of frames would queue there
         // before the outbox bound applies to a slow subscriber.
-        let Ok(parts) = upgraded.downcast::<TokioIo<tokio::net::TcpStream>>() else {
+        let Ok(parts) = upgraded.downcast::<TokioIo<Stalling>>() else {
             return;
         };
-        let tcp = parts.io.into_inner();
+        let tcp = parts.io.into_inner().into_inner();
         if app2.config.subscriber_send_buffer > 0 {
             let _ = socket2::SockRef::from(&tcp)
                 .set_send_buffer_size(app2.config.subscriber_send_buffer);
@@ -164,6 +169,9 @@ impl Drop for Attached<'_> {
 enum End {
     Gone,
     TooSlow,
+    /// The hub's ring let go of frames before they were sent: replay
+    /// from the store after this seq.
+    Behind(i64),
     Closing,
 }
 
@@ -183,48 +191,24 @@ async fn run(app: Arc<App>, ws: Ws, cursor: Option<i64>, _slot: Slot) {
         return;
     }
     let mut replay = Replay::new(cursor);
-    let (outbox, backlog) = loop {
-        if hub.is_closing() {
-            close(&mut tx, CloseCode::Away, "server shutting down").await;
+    let end = loop {
+        let Some((outbox, backlog)) = cut_over(&app, &mut tx, &mut replay).await else {
             return;
-        }
-        match replay.step(&hub) {
-            Step::Live(o, b) => break (o, b),
-            Step::Read(from) => {
-                let store = app.store.clone();
-                let page = app
-                    .reads
-                    .run(move || Ok(store.events_after(from, REPLAY_PAGE)?))
-                    .await;
-                let events = match page {
-                    Ok(e) => e,
-                    _ => {
-                        goodbye(&mut tx, "InternalError", "replay failed", CloseCode::Error).await;
-                        return;
-                    }
-                };
-                for e in replay.page(events) {
-                    if tx
-                        .feed(Message::Binary(Bytes::from(e.frame)))
-                        .await
-                        .is_err()
-                    {
-                        return;
-                    }
-                }
-                if tx.flush().await.is_err() {
-                    return;
-                }
-            }
+        };
+        let attached = Attached {
+            app: &app,
+            outbox: outbox.clone(),
+        };
+        let end = live(&app, &mut tx, &mut rx, &outbox, backlog, replay.last()).await;
+        drop(attached);
+        match end {
+            // A live-only subscriber that sent nothing yet is owed what
+            // followed its attach.
+            End::Behind(i64::MIN) => replay = Replay::new(Some(outbox.from())),
+            End::Behind(last) => replay = Replay::new(Some(last)),
+            end => break end,
         }
     };
-    let last = replay.last();
-    let attached = Attached {
-        app: &app,
-        outbox: outbox.clone(),
-    };
-    let end = live(&app, &mut tx, &mut rx, &attached.outbox, backlog, last).await;
-    drop(attached);
     match end {
         End::TooSlow => {
             goodbye(
@@ -236,7 +220,54 @@ async fn run(app: Arc<App>, ws: Ws, cursor: Option<i64>, _slot: Slot) {
             .await
         }
         End::Closing => close(&mut tx, CloseCode::Away, "server shutting down").await,
-        End::Gone => {}
+        End::Gone | End::Behind(_) => {}
+    }
+}
+
+/// Replays store pages until the hub takes the subscriber; its outbox
+/// and backlog (`None`: the subscriber is gone or was sent away).
+async fn cut_over(
+    app: &Arc<App>,
+    tx: &mut Tx,
+    replay: &mut Replay,
+) -> Option<(Arc<Outbox>, Vec<Shared>)> {
+    loop {
+        if app.hub.is_closing() {
+            close(tx, CloseCode::Away, "server shutting down").await;
+            return None;
+        }
+        match replay.step(&app.hub) {
+            Step::Live(o, b) => return Some((o, b)),
+            Step::Read { after, .. } => {
+                let store = app.store.clone();
+                let page = app
+                    .reads
+                    .run(move || Ok(store.events_after_within(after, REPLAY_PAGE, REPLAY_BYTES)?))
+                    .await;
+                let Ok(events) = page else {
+                    goodbye(tx, "InternalError", "replay failed", CloseCode::Error).await;
+                    return None;
+                };
+                for e in replay.page(events) {
+                    if tx
+                        .feed(Message::Binary(Bytes::from(e.frame)))
+                        .await
+                        .is_err()
+                    {
+                        return None;
+                    }
+                }
+                tx.flush().await.ok()?;
+            }
+        }
+    }
+}
+
+/// How the live loop ends when its outbox stopped.
+fn stopped(why: Stopped, last: i64) -> End {
+    match why {
+        Stopped::TooSlow => End::TooSlow,
+        Stopped::Behind => End::Behind(last),
     }
 }
 
@@ -245,7 +276,7 @@ async fn live(
     tx: &mut Tx,
     rx: &mut futures_util::stream::SplitStream<Ws>,
     outbox: &Outbox,
-    backlog: Vec<crate::firehose::Shared>,
+    backlog: Vec<Shared>,
     mut last: i64,
 ) -> End {
     let hub = &app.hub;
@@ -262,13 +293,15 @@ async fn live(
         if hub.is_closing() {
             return End::Closing;
         }
-        if batch.is_empty() && outbox.take(&mut batch, BATCH).is_err() {
-            return End::TooSlow;
+        if batch.is_empty()
+            && let Err(why) = outbox.take(&mut batch, BATCH)
+        {
+            return stopped(why, last);
         }
         if batch.is_empty() {
             tokio::select! {
                 _ = outbox.ready.notified() => {}
-                _ = outbox.slow.notified() => return End::TooSlow,
+                _ = outbox.stopped.notified() => continue,
                 _ = &mut closing => return End::Closing,
                 msg = rx.next() => match msg {
                     Some(Ok(Message::Pong(_))) => unanswered = 0,
@@ -288,21 +321,31 @@ async fn live(
             continue;
         }
         // The whole batch (its feeds and the flush) races one wait for
-        // the too-slow signal: one `Notified` per batch, not per frame.
+        // the stop signal: one `Notified` per batch, not per frame.
+        // `last` moves only once a frame is in the socket's buffer, so a
+        // subscriber sent back to replay resumes after what it was sent.
+        let sent = &mut last;
         let send = async {
             for f in batch.drain(..) {
-                if f.seq <= last {
+                if f.seq <= *sent {
                     continue;
                 }
-                last = f.seq;
+                let seq = f.seq;
                 tx.feed(Message::Binary(f.bytes)).await?;
+                *sent = seq;
             }
             tx.flush().await
         };
+        let mut stop = false;
         tokio::select! {
             r = send => if r.is_err() { return End::Gone },
-            _ = outbox.slow.notified() => return End::TooSlow,
+            _ = outbox.stopped.notified() => stop = true,
             _ = &mut closing => return End::Closing,
+        }
+        if stop {
+            // `take` says why, at the top of the loop.
+            batch.clear();
+            continue;
         }
         // Data is flowing: the peer is reading, which is liveness enough.
         unanswered = 0;

@@ -57,7 +57,8 @@ pub enum JsonErrorKind {
     /// integer.
     #[error("floats are not allowed")]
     Float,
-    /// An integer outside i64.
+    /// An integer outside i64 (or one in float syntax past 2^53, where
+    /// the f64 it was read as may not be the number written).
     #[error("integer outside the i64 range")]
     IntRange,
     /// A bad `$bytes` object.
@@ -370,10 +371,16 @@ fn number(n: &serde_json::Number) -> Result<i64, JsonErrorKind> {
     if n.is_u64() {
         return Err(JsonErrorKind::IntRange);
     }
+    // Here the number did not parse as an i64 or a u64: an integer
+    // literal past the 64-bit range, or one in float syntax (`2.0`,
+    // `1e3`), read as the nearest f64. Only an integral value under 2^53
+    // is exactly the number written; past it the f64 may be a rounding
+    // (`-9223372036854775809` reads as -2^63), and taking it would change
+    // the record on its way in.
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
     match n.as_f64() {
         Some(f) if f.is_finite() && f.fract() == 0.0 => {
-            // 2^63 is exactly representable; anything at or past it is out.
-            if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f) {
+            if f.abs() < EXACT {
                 Ok(f as i64)
             } else {
                 Err(JsonErrorKind::IntRange)

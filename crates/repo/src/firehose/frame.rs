@@ -71,6 +71,13 @@ impl<'a> Frame<'a> {
 
     /// Appends the frame's bytes (header and body).
     pub fn encode(&self, out: &mut Vec<u8>) {
+        self.encode_header(out);
+        self.encode_body(out);
+    }
+
+    /// Appends the frame's header: `{t, op: 1}`, or `{op: -1}` for an
+    /// error frame.
+    pub fn encode_header(&self, out: &mut Vec<u8>) {
         let mut e = Encoder::new(out);
         let t = match self {
             Frame::Commit(_) => Some("#commit"),
@@ -95,6 +102,12 @@ impl<'a> Frame<'a> {
                 e.int(-1);
             }
         }
+    }
+
+    /// Appends the frame's body alone (what follows the header): a store
+    /// that keeps bodies by kind encodes them without a header to strip.
+    pub fn encode_body(&self, out: &mut Vec<u8>) {
+        let mut e = Encoder::new(out);
         match self {
             Frame::Commit(c) => encode_commit(&mut e, c),
             Frame::Sync(s) => {

@@ -41,6 +41,21 @@ struct Args {
     /// synchronous = FULL: every commit survives a power loss.
     #[arg(long)]
     durable: bool,
+    /// Seconds any request body may take before its bytes count against
+    /// --body-min-rate.
+    #[arg(long, default_value_t = 10)]
+    body_grace_secs: u64,
+    /// The slowest a request body may arrive, in bytes per second (past
+    /// its deadline: 408 and the connection closes).
+    #[arg(long, default_value_t = 32 << 10)]
+    body_min_rate: u64,
+    /// Seconds a response write may wait for the client to read before
+    /// the connection is dropped.
+    #[arg(long, default_value_t = 30)]
+    write_stall_secs: u64,
+    /// Async worker threads (default: one per core).
+    #[arg(long)]
+    workers: Option<usize>,
 }
 
 /// Installs the SIGINT and SIGTERM handlers now (before the address is
@@ -76,7 +91,13 @@ fn main() -> ExitCode {
     config.blob_upload_limit = args.blob_upload_limit;
     config.max_subscribers = args.max_subscribers;
     config.durable = args.durable;
-    let runtime = match xrpc::runtime() {
+    config.body_grace = std::time::Duration::from_secs(args.body_grace_secs);
+    config.body_min_rate = args.body_min_rate;
+    config.write_stall = std::time::Duration::from_secs(args.write_stall_secs);
+    if let Some(n) = args.workers {
+        config.workers = n;
+    }
+    let runtime = match xrpc::runtime(config.workers) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("atpds: runtime: {e}");

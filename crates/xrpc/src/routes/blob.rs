@@ -10,11 +10,11 @@ use http::{HeaderValue, Response, StatusCode, header};
 use hyper::body::Incoming;
 use repo::cbor::json::push_json_str;
 
-use super::{end_page, ok, push_cid, read_body};
-use crate::app::{App, blocking};
+use crate::app::{App, Run};
 use crate::error::{XResult, XrpcError};
-use crate::net::Body;
 use crate::params::Params;
+use crate::request::read_body;
+use crate::response::{Body, end_page, ok, push_cid};
 
 /// `com.atproto.repo.uploadBlob`.
 pub async fn upload_blob(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResult<Response<Body>> {
@@ -28,16 +28,16 @@ pub async fn upload_blob(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResu
         .to_owned();
     // One buffer, sized from Content-Length when declared, moved into the
     // store: the bytes are not copied again on the way.
-    let bytes = read_body(parts, body, app.config.blob_upload_limit).await?;
+    let bytes = read_body(app, parts, body, app.config.blob_upload_limit).await?;
     let size = bytes.len();
-    let store = app.store.clone();
     let mime2 = mime.clone();
-    // Counted as a store write (it takes the store's writer), so no commit
-    // runs inline while it is in flight; it never runs inline itself.
-    let slot = app.commit_slot();
-    let cid = blocking(move || Ok(store.put_blob(&did, bytes, &mime2)?)).await;
-    drop(slot);
-    let cid = cid?;
+    // A store write (it takes the store's writer), never inline: it may
+    // copy megabytes.
+    let cid = app
+        .write(Run::Blocking, move |store| {
+            store.put_blob(&did, bytes, &mime2)
+        })
+        .await??;
     let mut s = String::with_capacity(160);
     s.push_str("{\"blob\":{\"$type\":\"blob\",\"ref\":{\"$link\":\"");
     cid.push_str(&mut s);

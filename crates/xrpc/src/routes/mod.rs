@@ -1,6 +1,6 @@
 //! The router: `/xrpc/<method>` dispatched by a `match` on the method name
-//! (no allocation, no table), the URL cap, the HTTP-method check, and the
-//! helpers handlers share (JSON answers, body reading with its cap).
+//! (no allocation, no table), the URL cap and the HTTP-method check.
+//! Handlers read bodies with `request.rs` and answer with `response.rs`.
 //!
 //! | module | methods |
 //! |---|---|
@@ -19,57 +19,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use crate::app::App;
 use crate::error::{XResult, XrpcError};
-use crate::net::Body;
-
-const JSON: HeaderValue = HeaderValue::from_static("application/json; charset=utf-8");
-
-/// A JSON answer.
-pub fn json(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
-    let mut r = Response::new(Body::Full(Some(body.into())));
-    *r.status_mut() = status;
-    r.headers_mut().insert(header::CONTENT_TYPE, JSON);
-    r
-}
-
-/// A 200 JSON answer.
-pub fn ok(body: impl Into<Bytes>) -> Response<Body> {
-    json(StatusCode::OK, body)
-}
-
-/// Ends a page of a list answer whose items array is open in `s`: `]`,
-/// then `,"cursor":<the last item's key, as JSON>` when the page is full
-/// (another may follow), then `}`; answered 200.
-pub fn end_page<T>(
-    mut s: String,
-    page: &[T],
-    limit: usize,
-    key: impl FnOnce(&T, &mut String),
-) -> Response<Body> {
-    s.push(']');
-    if let (true, Some(last)) = (page.len() == limit, page.last()) {
-        s.push_str(",\"cursor\":");
-        key(last, &mut s);
-    }
-    s.push('}');
-    ok(s)
-}
-
-/// A CID as a JSON string.
-pub fn push_cid(cid: &::repo::Cid, s: &mut String) {
-    s.push('"');
-    cid.push_str(s);
-    s.push('"');
-}
-
-/// An error answer.
-pub fn error(e: &XrpcError) -> Response<Body> {
-    json(e.status, e.body())
-}
+use crate::response::{Body, error, json, ok};
 
 /// Which HTTP methods an XRPC method takes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -99,47 +53,6 @@ fn check_method(method: &Method, kind: Kind) -> XResult<()> {
     }
 }
 
-/// Reads a whole request body, refusing one over `limit` bytes (413)
-/// before reading it when its length is declared, and as soon as it
-/// passes the limit otherwise.
-pub async fn read_body(parts: &Parts, body: Incoming, limit: usize) -> XResult<Vec<u8>> {
-    let declared = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
-        return Err(XrpcError::too_large(format!(
-            "request body is larger than {limit} bytes"
-        )));
-    }
-    let mut out = Vec::with_capacity(declared.map_or(0, |n| n as usize));
-    let mut body = body;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| XrpcError::invalid(format!("reading the body: {e}")))?;
-        if let Ok(data) = frame.into_data() {
-            if out.len() + data.len() > limit {
-                return Err(XrpcError::too_large(format!(
-                    "request body is larger than {limit} bytes"
-                )));
-            }
-            out.extend_from_slice(&data);
-        }
-    }
-    Ok(out)
-}
-
-/// Reads and parses a JSON body (capped at the JSON limit).
-pub async fn json_body<T: serde::de::DeserializeOwned>(
-    app: &App,
-    parts: &Parts,
-    body: Incoming,
-) -> XResult<T> {
-    let bytes = read_body(parts, body, app.config.json_body_limit).await?;
-    serde_json::from_slice(&bytes)
-        .map_err(|e| XrpcError::invalid(format!("Invalid JSON body: {e}")))
-}
-
 /// Answers one request.
 pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Body> {
     let (mut parts, body) = req.into_parts();
@@ -157,6 +70,12 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Body> {
         Ok(r) => r,
         Err(e) => error(&e),
     };
+    if resp.status() == StatusCode::REQUEST_TIMEOUT {
+        // The rest of a body past its deadline is not waited for: the
+        // connection goes once the answer is out.
+        resp.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     if head {
         // hyper sends no body for HEAD, but the length must stay.
         if let Body::Full(Some(b)) = resp.body() {

@@ -15,11 +15,11 @@ use repo::cbor::json::push_json_str;
 use serde::Deserialize;
 use store::{CommitInfo, ListOptions, RecordWrite, StoreError, WriteAction};
 
-use super::{end_page, json_body, ok};
-use crate::app::{App, blocking};
+use crate::app::{App, Run};
 use crate::error::{XResult, XrpcError};
-use crate::net::Body;
 use crate::params::{Id, Params, at_identifier, parse_cid};
+use crate::request::json_body;
+use crate::response::{Body, end_page, ok};
 
 const MAX_WRITES: usize = 200;
 
@@ -88,10 +88,24 @@ fn same_repo(app: &App, did: &str, repo: &str) -> XResult<()> {
     Ok(())
 }
 
-/// A record as DAG-CBOR, from its JSON (moved, not copied: its strings
-/// become the record's). A record that is not an object is refused by the
-/// conversion ("top level must be an object").
-fn record_cbor(v: serde_json::Value) -> XResult<Vec<u8>> {
+/// A record of `collection` as DAG-CBOR, from its JSON (moved, not
+/// copied: its strings become the record's). A record that is not an
+/// object is refused by the conversion ("top level must be an object").
+/// One without `$type` (absent, `null` or empty) gets `collection` as its
+/// `$type`, as the reference PDS does (`setCollectionName` in its
+/// `repo/prepare.ts`); the store then checks that a `$type` equals the
+/// collection.
+fn record_cbor(collection: &str, mut v: serde_json::Value) -> XResult<Vec<u8>> {
+    if let Some(obj) = v.as_object_mut() {
+        let untyped = match obj.get("$type") {
+            None | Some(serde_json::Value::Null) => true,
+            Some(serde_json::Value::String(t)) => t.is_empty(),
+            Some(_) => false,
+        };
+        if untyped {
+            obj.insert("$type".to_owned(), collection.into());
+        }
+    }
     let value = repo::cbor::json::from_json_value_owned(v)
         .map_err(|e| XrpcError::invalid(format!("record: {e}")))?;
     Ok(repo::cbor::to_vec(&value))
@@ -129,31 +143,20 @@ fn write_answer(info: &CommitInfo) -> XResult<String> {
     Ok(s)
 }
 
-/// Commits `writes`. The outer error is the server's (a worker that
-/// failed), the inner one the store's, still typed so that a caller can
-/// tell its refusals apart (`delete_record`).
+/// Commits `writes` ([`App::write`]: inline when alone). The outer error
+/// is the server's (a worker that failed), the inner one the store's,
+/// still typed so that a caller can tell its refusals apart
+/// (`delete_record`).
 async fn commit(
     app: &Arc<App>,
     did: String,
     writes: Vec<RecordWrite>,
     swap: Option<Cid>,
 ) -> XResult<Result<CommitInfo, StoreError>> {
-    let slot = app.commit_slot();
-    let result = if slot.inline {
-        // The only commit in flight: run it here, without the two thread
-        // wakes of a blocking-pool hop.
-        app.store.apply_writes_framed(&did, writes, swap)
-    } else {
-        let store = app.store.clone();
-        blocking(move || Ok(store.apply_writes_framed(&did, writes, swap))).await?
-    };
-    drop(slot);
-    Ok(result.map(|done| {
-        // The firehose publishes the frame the writer built and stored.
-        app.hub
-            .committed_frame(done.info.seq, bytes::Bytes::from(done.frame));
-        done.info
-    }))
+    app.write(Run::InlineIfAlone, move |store| {
+        store.apply_writes(&did, writes, swap)
+    })
+    .await
 }
 
 /// `com.atproto.repo.createRecord`.
@@ -165,7 +168,7 @@ pub async fn create_record(
     let did = app.access_did(parts)?;
     let input: CreateInput = json_body(app, parts, body).await?;
     same_repo(app, &did, &input.repo)?;
-    let record = record_cbor(input.record)?;
+    let record = record_cbor(&input.collection, input.record)?;
     let swap = opt_cid("swapCommit", input.swap_commit.as_deref())?;
     let write = RecordWrite::create(&input.collection, input.rkey.as_deref(), record);
     let info = commit(app, did, vec![write], swap).await??;
@@ -177,7 +180,7 @@ pub async fn put_record(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResul
     let did = app.access_did(parts)?;
     let input: PutInput = json_body(app, parts, body).await?;
     same_repo(app, &did, &input.repo)?;
-    let record = record_cbor(input.record)?;
+    let record = record_cbor(&input.collection, input.record)?;
     let swap = opt_cid("swapCommit", input.swap_commit.as_deref())?;
     let mut write = RecordWrite::update(&input.collection, &input.rkey, record);
     write.swap_record = match input.swap_record {
@@ -231,9 +234,10 @@ fn parse_write(mut w: serde_json::Value, i: usize) -> XResult<RecordWrite> {
     let kind = t.strip_prefix("com.atproto.repo.applyWrites").unwrap_or("");
     let collection = field(w, "collection", i)?;
     let value = || -> XResult<Vec<u8>> {
-        record_cbor(record.ok_or_else(|| {
+        let record = record.ok_or_else(|| {
             XrpcError::invalid(format!("writes/{i} must have the property \"value\""))
-        })?)
+        })?;
+        record_cbor(collection, record)
     };
     Ok(match kind {
         "#create" => {
@@ -321,7 +325,15 @@ pub async fn get_record(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>
 /// `com.atproto.repo.listRecords`.
 pub async fn list_records(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> {
     let p = Params::parse(parts.uri.query())?;
-    let did = app.repo_did(&p.at_identifier("repo")?, "InvalidRequest")?;
+    // An account this server does not hold is an error, as in the
+    // reference PDS ("Could not find repo"), not an empty page.
+    let repo = p.at_identifier("repo")?;
+    let did = app.account(&repo).map(|a| a.did.clone()).ok_or_else(|| {
+        XrpcError::invalid(format!(
+            "Could not find repo: {}",
+            p.get("repo").unwrap_or("")
+        ))
+    })?;
     let collection = p.nsid("collection")?.to_owned();
     let limit = p.int("limit", 1, 100, 50)? as usize;
     let cursor = p.opt_rkey("cursor")?.map(str::to_owned);

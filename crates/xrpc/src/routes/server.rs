@@ -10,13 +10,13 @@ use hyper::body::Incoming;
 use repo::cbor::json::push_json_str;
 use repo::syntax::validate_handle;
 
-use super::{json_body, ok};
 use crate::accounts::{Account, ReserveError};
-use crate::app::{App, blocking, new_key};
+use crate::app::{App, Run, blocking, new_key};
 use crate::auth::Scope;
 use crate::error::{XResult, XrpcError};
-use crate::net::Body;
 use crate::params::Params;
+use crate::request::json_body;
+use crate::response::{Body, ok};
 use crate::{password, plc};
 
 /// Top-level domains atproto reserves (the handle spec): never registrable.
@@ -173,26 +173,22 @@ pub async fn create_account(
                 XrpcError::new(StatusCode::BAD_GATEWAY, "UpstreamFailure", e.to_string())
             })?;
         }
-        let (app2, did) = (app.clone(), account.did.clone());
-        // Store writes: counted so that no commit runs inline meanwhile
-        // (`App::commit_slot`); never inline themselves.
-        let _slot = app.commit_slot();
-        blocking(move || {
-            app2.store.create_account(&did, &key)?;
-            Ok(app2.store.update_identity(&did, Some(&handle))?)
+        let did = account.did.clone();
+        // Its #identity, #account, #sync and #identity events reach the
+        // firehose from the store's writer, like every write's.
+        app.write(Run::Blocking, move |store| {
+            store.create_account(&did, &key)?;
+            store.update_identity(&did, Some(&handle))
         })
-        .await
+        .await??;
+        Ok::<(), XrpcError>(())
     }
     .await;
-    let seq = match created {
-        Ok(seq) => seq,
-        Err(e) => {
-            let (app2, did) = (app.clone(), account.did.clone());
-            let _ = blocking(move || app2.accounts.remove(&did).map_err(XrpcError::fault)).await;
-            return Err(e);
-        }
-    };
-    app.hub.committed(seq);
+    if let Err(e) = created {
+        let (app2, did) = (app.clone(), account.did.clone());
+        let _ = blocking(move || app2.accounts.remove(&did).map_err(XrpcError::fault)).await;
+        return Err(e);
+    }
     let (access, refresh) = issue(app, &account).await?;
     Ok(ok(session_json(&account, Some((&access, &refresh)))))
 }
@@ -205,11 +201,14 @@ pub async fn create_session(
 ) -> XResult<Response<Body>> {
     let input: CreateSessionInput = json_body(app, parts, body).await?;
     let id = input.identifier.trim().to_ascii_lowercase();
-    let account = app
-        .accounts
-        .by_identifier(&id)
-        .ok_or_else(XrpcError::login_refused)?;
-    let stored = account.password.clone();
+    let account = app.accounts.by_identifier(&id);
+    // An unknown identifier is checked against the dummy hash (same
+    // cost): the answer takes one scrypt either way, so its timing does
+    // not tell which accounts exist.
+    let stored = match &account {
+        Some(a) => a.password.clone(),
+        None => app.dummy_hash.clone(),
+    };
     let kdf = app.kdf_slot().await?;
     let good =
         blocking(move || password::verify(&input.password, &stored).map_err(XrpcError::fault))
@@ -218,9 +217,9 @@ pub async fn create_session(
     // hashes' memory, not the account file's writes.
     drop(kdf);
     let good = good?;
-    if !good {
+    let Some(account) = account.filter(|_| good) else {
         return Err(XrpcError::login_refused());
-    }
+    };
     let (access, refresh) = issue(app, &account).await?;
     Ok(ok(session_json(&account, Some((&access, &refresh)))))
 }

@@ -14,11 +14,10 @@ use repo::car::write_car_vec;
 use repo::cbor::json::push_json_str;
 use tokio::sync::mpsc;
 
-use super::{end_page, ok};
 use crate::app::App;
 use crate::error::{XResult, XrpcError};
-use crate::net::Body;
 use crate::params::Params;
+use crate::response::{Body, end_page, ok};
 
 const CHUNK: usize = 64 << 10;
 /// Chunks in flight between the export and the socket.

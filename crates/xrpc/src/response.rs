@@ -1,0 +1,101 @@
+//! What a handler answers with: the response [`Body`] (one buffer, or a
+//! stream of chunks) and the JSON answers every handler shares (`json`,
+//! `ok`, `end_page`, `error`, `push_cid`). A leaf: the listener (`net.rs`)
+//! serves these bodies, the routes and the firehose's upgrade build them.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use hyper::body::{Frame, SizeHint};
+use tokio::sync::mpsc;
+
+use crate::error::XrpcError;
+
+/// A response body: one buffer, or a stream of chunks (getRepo).
+pub enum Body {
+    /// A whole body (taken on the first poll).
+    Full(Option<Bytes>),
+    /// Chunks from a producer on the blocking pool.
+    Stream(mpsc::Receiver<Result<Bytes, std::io::Error>>),
+}
+
+impl Body {
+    /// An empty body.
+    pub fn empty() -> Self {
+        Body::Full(None)
+    }
+}
+
+impl hyper::body::Body for Body {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        match self.get_mut() {
+            Body::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            Body::Stream(rx) => rx.poll_recv(cx).map(|c| c.map(|r| r.map(Frame::data))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, Body::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Body::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            Body::Full(None) => SizeHint::with_exact(0),
+            Body::Stream(_) => SizeHint::default(),
+        }
+    }
+}
+
+const JSON: HeaderValue = HeaderValue::from_static("application/json; charset=utf-8");
+
+/// A JSON answer.
+pub fn json(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
+    let mut r = Response::new(Body::Full(Some(body.into())));
+    *r.status_mut() = status;
+    r.headers_mut().insert(header::CONTENT_TYPE, JSON);
+    r
+}
+
+/// A 200 JSON answer.
+pub fn ok(body: impl Into<Bytes>) -> Response<Body> {
+    json(StatusCode::OK, body)
+}
+
+/// Ends a page of a list answer whose items array is open in `s`: `]`,
+/// then `,"cursor":<the last item's key, as JSON>` when the page is full
+/// (another may follow), then `}`; answered 200.
+pub fn end_page<T>(
+    mut s: String,
+    page: &[T],
+    limit: usize,
+    key: impl FnOnce(&T, &mut String),
+) -> Response<Body> {
+    s.push(']');
+    if let (true, Some(last)) = (page.len() == limit, page.last()) {
+        s.push_str(",\"cursor\":");
+        key(last, &mut s);
+    }
+    s.push('}');
+    ok(s)
+}
+
+/// A CID as a JSON string.
+pub fn push_cid(cid: &::repo::Cid, s: &mut String) {
+    s.push('"');
+    cid.push_str(s);
+    s.push('"');
+}
+
+/// An error answer.
+pub fn error(e: &XrpcError) -> Response<Body> {
+    json(e.status, e.body())
+}
