@@ -178,7 +178,7 @@ pub fn insert_run_sql() -> &'static str {
 }
 
 /// Tags as the JSON columns hold them (PostgreSQL binds the value to
-/// `jsonb`; SQLite stores [`tags_json`]'s text).
+/// `jsonb`; SQLite stores its text).
 pub fn tags_value(tags: &[String]) -> serde_json::Value {
     serde_json::Value::from(tags.to_vec())
 }

@@ -55,7 +55,10 @@ mod postgres;
 mod s3_emulator;
 mod sql;
 
-pub use config::{PoolConfig, RedisConfig, S3Config, SqlConfig};
+pub use config::{
+    DEFAULT_MYSQL_URL, DEFAULT_PG_URL, DEFAULT_REDIS_URL, PoolConfig, RedisConfig, S3Config,
+    SqlConfig,
+};
 pub use error::{Backend, GatewayError};
 pub use executor::{Executor, KvOutcome, ObjectEntry, ObjectOutcome, Outcome};
 pub use kv::{KvRequest, RedisExecutor, parse_kv_line};

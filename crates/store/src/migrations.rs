@@ -25,7 +25,7 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::error::Result;
 
 /// The schema version this build writes (`PRAGMA user_version`): the
-/// number of [`STEPS`].
+/// number of migration steps.
 pub const SCHEMA_VERSION: i64 = STEPS.len() as i64;
 
 /// One migration: its SQL, then an optional hook that does what SQL
