@@ -1,5 +1,6 @@
 //! `benches/units.toml` against the bench sources: every group a bench
-//! target opens (`.group("…")` with a literal name, the house convention) is
+//! target opens (`.group("…")` with a literal name, the house convention,
+//! or an appview read pattern's group, named by `appview::Pattern`) is
 //! registered for that target, and every registered group is opened by its
 //! target — nothing unregistered, nothing stale. The bench targets enforce
 //! the same at run time (`cargo bench --features bench-internals -- --test`);
@@ -91,6 +92,15 @@ fn every_opened_group_is_registered_and_nothing_is_stale() {
             check_group(&group).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
             opened.entry(group).or_default().insert(target_of(file));
         }
+    }
+    // The read patterns' groups are built from `appview::Pattern::name`
+    // (`appview/groups.rs`, which both targets compile), not spelled out.
+    for pattern in appview::Pattern::ALL {
+        let group = format!("appview.{}", pattern.name());
+        check_group(&group).unwrap_or_else(|e| panic!("{e}"));
+        let targets = opened.entry(group).or_default();
+        targets.insert("appview".to_owned());
+        targets.insert("live_backends".to_owned());
     }
     // The calibration group is opened by the harness for every target.
     let calibrate = std::fs::read_to_string(Path::new(ROOT).join("src/calibrate.rs"))

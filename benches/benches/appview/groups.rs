@@ -5,15 +5,9 @@
 use appview::Pattern;
 use benches::target::BenchTarget;
 
-/// The group of `pattern` (literal names: the registry test reads them).
+/// The group of `pattern`: `appview.<name>`, the name from
+/// `Pattern::name`, its one spelling (the registry test derives the same
+/// ids from `Pattern::ALL`).
 pub fn group(target: &mut BenchTarget, pattern: Pattern) -> benches::Group<'_> {
-    match pattern {
-        Pattern::PointLookup => target.group("appview.point_lookup"),
-        Pattern::ActiveByState => target.group("appview.active_by_state"),
-        Pattern::Completed50 => target.group("appview.completed_50"),
-        Pattern::Paginated => target.group("appview.paginated"),
-        Pattern::CountCompleted => target.group("appview.count_completed"),
-        Pattern::FlowList => target.group("appview.flow_list"),
-        Pattern::Completed1h => target.group("appview.completed_1h"),
-    }
+    target.group(&format!("appview.{}", pattern.name()))
 }

@@ -49,17 +49,15 @@ impl Tier {
 }
 
 /// Every appview group the live target runs: the seven pattern groups
-/// (postgres and redis rows), then seed_write (postgres only).
-pub const GROUPS: [&str; 8] = [
-    "appview.point_lookup",
-    "appview.active_by_state",
-    "appview.completed_50",
-    "appview.paginated",
-    "appview.count_completed",
-    "appview.flow_list",
-    "appview.completed_1h",
-    "appview.seed_write",
-];
+/// (postgres and redis rows, named by `Pattern::name`), then seed_write
+/// (postgres only).
+pub fn groups() -> Vec<String> {
+    Pattern::ALL
+        .iter()
+        .map(|p| format!("appview.{}", p.name()))
+        .chain(["appview.seed_write".to_owned()])
+        .collect()
+}
 
 /// The tiers: 300 and 10^5 runs; under `--test` (CI's smoke run of every
 /// bench) only 300, since loading 10^5 runs into two servers takes longer
@@ -81,24 +79,27 @@ pub fn run(
     context: &mut serde_json::Value,
 ) {
     let tiers = tiers();
+    let groups = groups();
+    let groups: Vec<&str> = groups.iter().map(String::as_str).collect();
+    let patterns = &groups[..Pattern::ALL.len()];
     let pg = crate::appview_pg::setup(rt, &tiers, context);
     let redis = crate::appview_redis::setup(rt, &tiers, context);
     if let (Err(pg_e), Err(redis_e)) = (&pg, &redis) {
         let reason = format!("neither postgres ({pg_e}) nor redis ({redis_e}) is reachable");
-        crate::live::unavailable(target, "postgres and redis (appview)", &GROUPS, &reason);
+        crate::live::unavailable(target, "postgres and redis (appview)", &groups, &reason);
         return;
     }
     // One backend down: its rows of the shared pattern groups are skipped
     // (recorded per backend, here and in the run context), the other's run.
     let pg = pg
         .inspect_err(|e| {
-            crate::live::unavailable_rows(target, "postgres", &GROUPS[..7], e);
+            crate::live::unavailable_rows(target, "postgres", patterns, e);
             context["appview_skipped"]["postgres"] = serde_json::json!(e);
         })
         .ok();
     let redis = redis
         .inspect_err(|e| {
-            crate::live::unavailable_rows(target, "redis", &GROUPS[..7], e);
+            crate::live::unavailable_rows(target, "redis", patterns, e);
             context["appview_skipped"]["redis"] = serde_json::json!(e);
         })
         .ok();

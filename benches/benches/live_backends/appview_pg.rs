@@ -5,7 +5,7 @@
 //! `jsonb`), one database per tier (`atbench_appview_<pid>_<tier>`,
 //! created and dropped), read through tokio-postgres with prepared
 //! statements; the same index DDL and read SQL as the SQLite baseline
-//! (`appview::INDEXES`, `appview::list_sql` and its siblings).
+//! (`appview::baseline_sql`).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -148,12 +148,12 @@ fn run_of(row: &Row) -> FlowRun {
 fn read_sql(pattern: Pattern) -> String {
     let q = Query::new(pattern, Uuid(0), 0);
     match pattern {
-        Pattern::PointLookup => pg(appview::point_lookup_sql()),
+        Pattern::PointLookup => pg(appview::baseline_sql::point_lookup_sql()),
         Pattern::CountCompleted => {
             "SELECT count(*) FROM flow_run WHERE state_type = 'COMPLETED'".to_owned()
         }
-        Pattern::FlowList => appview::flow_list_sql().to_owned(),
-        _ => pg(appview::list_sql(&q).expect("list pattern")),
+        Pattern::FlowList => appview::baseline_sql::flow_list_sql().to_owned(),
+        _ => pg(appview::baseline_sql::list_sql(&q).expect("list pattern")),
     }
 }
 
@@ -234,7 +234,9 @@ struct Writes {
 async fn prepare_writes(c: &Client) -> Result<Writes, tokio_postgres::Error> {
     Ok(Writes {
         flow: c.prepare(INSERT_FLOW).await?,
-        run: c.prepare(&pg(appview::insert_run_sql())).await?,
+        run: c
+            .prepare(&pg(appview::baseline_sql::insert_run_sql()))
+            .await?,
         state: c.prepare(INSERT_STATE).await?,
         update: c.prepare(UPDATE_RUN).await?,
     })
@@ -283,7 +285,7 @@ async fn insert_flow(c: &Client, st: &Statement, f: &Flow) -> Result<u64, tokio_
             &f.created,
             &f.updated,
             &f.name,
-            &appview::tags_value(&f.tags),
+            &appview::baseline_sql::tags_value(&f.tags),
         ],
     )
     .await
@@ -308,8 +310,8 @@ async fn insert_run(c: &Client, st: &Statement, r: &FlowRun) -> Result<u64, toki
             &r.run_count,
             &r.created,
             &r.updated,
-            &appview::tags_value(&r.tags),
-            &appview::params_value(&r.parameters),
+            &appview::baseline_sql::tags_value(&r.tags),
+            &appview::baseline_sql::params_value(&r.parameters),
         ],
     )
     .await
@@ -341,8 +343,8 @@ async fn insert_state(
 async fn load(c: &Client, tier: &Tier) -> Result<(), tokio_postgres::Error> {
     let w = prepare_writes(c).await?;
     c.batch_execute("BEGIN").await?;
-    for name in appview::INDEX_NAMES {
-        c.batch_execute(&format!("DROP INDEX IF EXISTS {name}"))
+    for index in appview::baseline_sql::INDEXES {
+        c.batch_execute(&format!("DROP INDEX IF EXISTS {}", index.name))
             .await?;
     }
     let mut flows: Vec<_> = tier.index.flows().cloned().collect();
@@ -360,7 +362,8 @@ async fn load(c: &Client, tier: &Tier) -> Result<(), tokio_postgres::Error> {
     for chunk in states.chunks(256) {
         futures_join(chunk.iter().map(|s| insert_state(c, &w.state, s))).await?;
     }
-    c.batch_execute(appview::INDEXES).await?;
+    c.batch_execute(appview::baseline_sql::create_indexes())
+        .await?;
     c.batch_execute("COMMIT").await?;
     c.batch_execute("ANALYZE").await
 }
@@ -413,7 +416,10 @@ pub fn setup(rt: &Runtime, tiers: &[Tier], context: &mut serde_json::Value) -> R
                 .await
                 .map_err(pg_error)?;
             client
-                .batch_execute(&format!("{TABLES}{}", appview::INDEXES))
+                .batch_execute(&format!(
+                    "{TABLES}{}",
+                    appview::baseline_sql::create_indexes()
+                ))
                 .await
                 .map_err(pg_error)?;
             if tier.name == "300" {
@@ -470,7 +476,7 @@ pub fn seed_write(target: &mut BenchTarget, rt: &Runtime, pg: &Pg, tier: &Tier) 
                 rt.block_on(async {
                     c.batch_execute(&format!(
                         "DROP SCHEMA IF EXISTS seed CASCADE; CREATE SCHEMA seed; SET search_path TO seed; {TABLES}{}",
-                        appview::INDEXES
+                        appview::baseline_sql::create_indexes()
                     ))
                     .await
                     .expect("fresh schema");

@@ -1,5 +1,5 @@
 //! `live.s3_put` / `live.s3_get`: one object of 4 KiB, 16 KiB or 1 MiB on
-//! the in-process S3 emulator (`gateway::s3_emulator`, s3s-fs over a temp
+//! the in-process S3 emulator (`gateway::S3Emulator`, s3s-fs over a temp
 //! directory: an emulator, not a real object store), `ours` (the
 //! S3Executor: line parse, base64 payload decode for puts, the request)
 //! beside `raw` (object_store alone, the same client and bytes).
@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use benches::callers::bench_callers_counting;
 use benches::target::BenchTarget;
 use criterion::Throughput;
-use gateway::s3_emulator::S3Emulator;
+use gateway::S3Emulator;
 use gateway::{Executor, ObjectOutcome, Outcome, PoolConfig, S3Executor};
 use object_store::ObjectStore;
 use object_store::path::Path;

@@ -49,33 +49,10 @@ fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 600_000_000, 3).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Milliseconds since the epoch of an RFC 3339 UTC time
-/// (`YYYY-MM-DDTHH:MM:SS[.fff]Z`), or `None`.
+/// Milliseconds since the epoch of an RFC 3339 time (`codec::datetime`
+/// parses), or `None`.
 fn rfc3339_ms(t: &str) -> Option<i64> {
-    let b = t.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> { t.get(r)?.parse().ok() };
-    if b.len() < 20 || b[4] != b'-' || b[10] != b'T' {
-        return None;
-    }
-    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let ms = if b.get(19) == Some(&b'.') {
-        let frac: String = t[20..].chars().take_while(char::is_ascii_digit).collect();
-        let digits = frac.len().min(3);
-        let v: i64 = frac.get(..digits)?.parse().ok()?;
-        v * 10i64.pow(3 - digits as u32)
-    } else {
-        0
-    };
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(((days * 24 + hh) * 60 + mm) * 60_000 + ss * 1000 + ms)
+    codec::datetime::parse_rfc3339_micros(t).map(|us| us.div_euclid(1000))
 }
 
 /// The seq of an event frame (`None` for an error, `#info` or unknown frame).

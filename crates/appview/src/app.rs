@@ -40,14 +40,20 @@ use crate::query::{Page, Query, ReadBackend};
 use crate::record;
 
 /// The store's file inside an appview directory.
-pub const STORE_FILE: &str = "appview.sqlite";
-/// The DID of the appview's repository.
+pub(crate) const STORE_FILE: &str = "appview.sqlite";
+/// The DID of the appview's repository. Its key is fixed
+/// ([`signing_key`]): the appview is a benchmark subject, and a fixed key
+/// lets a test or a bench verify its commits and rebuild an equal store.
 pub const APPVIEW_DID: &str = "did:plc:atbenchappviewrepo234567";
 
 /// The appview's signing key (fixed, derived like the store fixtures'
-/// account keys, so a test or a bench can verify its commits).
+/// account keys: `datagen::store::signing_secret(0x4150_5056)`, which a
+/// test checks, so a test or a bench can verify its commits).
 pub fn signing_key() -> Result<Keypair> {
-    let secret = datagen::store::signing_secret(0x4150_5056);
+    let mut secret = codec::sha256::digest(b"atbench-store-key-1095782486");
+    // Well below the secp256k1 order, as the fixtures' keys.
+    secret[0] &= 0x7f;
+    secret[31] |= 1;
     Keypair::from_bytes(Algorithm::K256, &secret)
         .map_err(|e| AppviewError::BadCommit(format!("signing key: {e}")))
 }
@@ -209,6 +215,7 @@ impl AppView {
     }
 
     /// [`apply`](Self::apply) of a workload operation.
+    #[cfg(feature = "workload")]
     pub fn apply_op(&self, op: &datagen::appview::Op) -> Result<Mutation> {
         self.apply(&Input::from_op(op)?)
     }

@@ -3,7 +3,8 @@
 //! [`Index::apply_record`], the path a decoded commit takes, so the index
 //! equals the one the signed stream builds (a test checks it at 300 runs).
 //! This builds the 10^5-run tier in a second instead of signing ~290,000
-//! commits; the signed stream itself is measured at 300 runs.
+//! commits; the signed stream itself is measured at 300 runs. Behind the
+//! `workload` feature, like every use of the generator.
 
 use datagen::appview::Workload;
 

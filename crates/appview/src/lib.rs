@@ -5,7 +5,14 @@
 //! from an in-process [`Index`] fed by those commits. The SQLite baseline
 //! ([`SqliteBaseline`], Prefect's own schema and indexes) answers the same
 //! read patterns; the PostgreSQL and Redis baselines live in
-//! `--bench live_backends`, on the same SQL and the same pages.
+//! `--bench live_backends`, on the same pages; what the SQL baselines
+//! share (Prefect's indexes, the read SQL, the JSON columns) is
+//! [`baseline_sql`], the one module kept public for them.
+//!
+//! The seeded workload (`datagen::appview`) is an input only behind the
+//! `workload` feature (`Input::from_op`, `AppView::apply_op`, `bulk`);
+//! the `cli` feature adds the `appview` binary. The read path itself
+//! never needs the generator.
 //!
 //! # Modules
 //!
@@ -20,20 +27,23 @@
 //! | `query` | the read patterns, their parameters, the page |
 //! | `app` | [`AppView`]: the store, its repository, writes as commits, the live index |
 //! | `rebuild` | the index from an exported repository alone |
-//! | `bulk` | the seeded workload straight into an index (the 10^5 tier) |
+//! | `bulk` | the seeded workload straight into an index (the 10^5 tier; `workload` feature) |
+//! | `baseline_sql` | the SQL every SQL baseline shares: index table, read SQL, JSON columns |
 //! | `sqlite` | the SQLite baseline |
 //!
 //! # The 10^5-run tier
 //!
 //! Signing ~290,000 commits to build a read fixture would take minutes of
-//! every benchmark run's setup; the tier is built by [`bulk::load`], which
+//! every benchmark run's setup; the tier is built by `bulk::load`, which
 //! applies the same decoded records through the same
-//! [`Index::apply_record`] a commit feeds (the baselines load the same
+//! `Index::apply_record` a commit feeds (the baselines load the same
 //! rows in one transaction). The signed stream is measured at 300 runs
 //! (`appview.seed_write/atproto/300`), and a test shows that the two
 //! paths build equal indexes.
 
 mod app;
+pub mod baseline_sql;
+#[cfg(feature = "workload")]
 pub mod bulk;
 mod error;
 mod index;
@@ -46,26 +56,21 @@ mod record;
 mod sqlite;
 mod uuid;
 
-pub use app::{APPVIEW_DID, AppView, STORE_FILE, signing_key, store_path, store_writes};
+pub use app::{APPVIEW_DID, AppView, signing_key, store_path, store_writes};
 pub use error::{AppviewError, Result};
 pub use index::Index;
 pub use model::{
     FLOW_NSID, Flow, FlowRun, FlowRunState, Mutation, RUN_NSID, Record, RecordRef, STATE_NSID,
     StateType,
 };
-pub use ordset::{DEFAULT_CHUNK, OrdSet};
-pub use plan::{Input, Lookup, NewFlow, NewRun, NewState, plan};
+pub use ordset::OrdSet;
+pub use plan::{Input, NewFlow, NewRun, NewState};
 pub use query::{
-    ACTIVE_LIMIT, COMPLETED_LIMIT, FLOW_LIMIT, PAGE_LIMIT, PAGE_OFFSET, PATTERN_NAMES, Page,
-    Pattern, Query, ReadBackend, RunWithState, WINDOW_LIMIT, WINDOW_US, window,
+    ACTIVE_LIMIT, COMPLETED_LIMIT, FLOW_LIMIT, PAGE_LIMIT, PAGE_OFFSET, Page, Pattern, Query,
+    ReadBackend, RunWithState, WINDOW_LIMIT, window,
 };
-pub use rebuild::{index_car, rebuild};
 pub use record::{decode as decode_record, encode as encode_record};
-pub use sqlite::{
-    INDEX_NAMES, INDEXES, PRAGMAS, RUN_COLUMNS, SqliteBaseline, TABLES, flow_list_sql,
-    insert_run_sql, list_sql, params_from_json, params_json, params_value, point_lookup_sql,
-    run_from_row, tags_from_json, tags_json, tags_value,
-};
+pub use sqlite::{PRAGMAS, SqliteBaseline};
 pub use uuid::Uuid;
 
 /// The SQLite baseline's file inside an appview directory.

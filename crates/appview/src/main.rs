@@ -1,8 +1,8 @@
 //! `appview` CLI: shows the read path to a person.
 //!
 //! ```text
-//! cargo run --release -p appview -- seed --runs 300 --db DIR
-//! cargo run --release -p appview -- query <pattern> [--backend index|sqlite] --db DIR [--run UUID] [--now MICROS]
+//! cargo run --release -p appview --features cli -- seed --runs 300 --db DIR
+//! cargo run --release -p appview --features cli -- query <pattern> [--backend index|sqlite] --db DIR [--run UUID] [--now MICROS]
 //! ```
 //!
 //! `seed` writes the seeded workload twice into an empty `DIR`: as signed
@@ -14,13 +14,14 @@
 //! with the latest expected start; `completed_1h` to the hour before the
 //! latest end.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use appview::{
-    AppView, AppviewError, BASELINE_FILE, Pattern, Query, ReadBackend, Result, SqliteBaseline,
-    Uuid, store_path,
+    AppView, AppviewError, BASELINE_FILE, FlowRun, Page, Pattern, Query, ReadBackend, Result,
+    SqliteBaseline, Uuid, store_path,
 };
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -164,8 +165,68 @@ fn query(
         }
     };
     println!("{} on {:?}: {:?}", pattern.name(), backend, defaults);
-    print!("{}", page.to_table());
+    print!("{}", to_table(&page));
     Ok(())
+}
+
+/// A page as a text table for a person.
+fn to_table(page: &Page) -> String {
+    let mut out = String::new();
+    let run_header = "id                                    state      name        expected_start     start              end                run_time_s  runs";
+    let run_line = |out: &mut String, r: &FlowRun| {
+        let t = |v: Option<i64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
+        let _ = writeln!(
+            out,
+            "{}  {:<9}  {:<10}  {:<17}  {:<17}  {:<17}  {:>10}  {:>4}",
+            r.id,
+            r.state_type.as_str(),
+            r.name,
+            r.expected_start,
+            t(r.start),
+            t(r.end),
+            format!("{:.3}", r.total_run_time as f64 / 1e6),
+            r.run_count
+        );
+    };
+    match page {
+        Page::Run(None) => out.push_str("(no such run)\n"),
+        Page::Run(Some(r)) => {
+            let _ = writeln!(out, "{run_header}");
+            run_line(&mut out, &r.run);
+            if let Some(s) = &r.state {
+                let _ = writeln!(
+                    out,
+                    "current state: {} {} at {} ({}) {:?}",
+                    s.id,
+                    s.state_type.as_str(),
+                    s.timestamp,
+                    s.name,
+                    s.message
+                );
+            }
+        }
+        Page::Runs(runs) => {
+            let _ = writeln!(out, "{run_header}");
+            for r in runs {
+                run_line(&mut out, r);
+            }
+            let _ = writeln!(out, "({} rows)", runs.len());
+        }
+        Page::Count(n) => {
+            let _ = writeln!(out, "count\n{n}");
+        }
+        Page::Flows(flows) => {
+            let _ = writeln!(
+                out,
+                "id                                    name                      tags"
+            );
+            for f in flows {
+                let _ = writeln!(out, "{}  {:<24}  {}", f.id, f.name, f.tags.join(","));
+            }
+            let _ = writeln!(out, "({} rows)", flows.len());
+        }
+    }
+    out
 }
 
 fn main() -> ExitCode {
@@ -182,6 +243,11 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e @ AppviewError::UnknownPattern(_)) => {
+            let names: Vec<&str> = Pattern::ALL.iter().map(|p| p.name()).collect();
+            eprintln!("appview: {e} (expected one of: {})", names.join(", "));
+            ExitCode::from(2)
+        }
         Err(e) => {
             eprintln!("appview: {e}");
             ExitCode::from(2)

@@ -22,7 +22,7 @@
 //! (an offset costs a walk).
 
 /// Default chunk size (a chunk holds `chunk..=2*chunk` keys after a split).
-pub const DEFAULT_CHUNK: usize = 256;
+pub(crate) const DEFAULT_CHUNK: usize = 256;
 
 /// An ordered set of `Copy` keys with rank access.
 #[derive(Debug, Clone)]

@@ -12,14 +12,12 @@
 //! and clears its next scheduled start; entering a terminal state sets its
 //! end and its total run time (end - start).
 
-use datagen::appview::Op;
-
 use crate::error::{AppviewError, Result};
 use crate::model::{Flow, FlowRun, FlowRunState, Mutation, StateType};
 use crate::uuid::Uuid;
 
 /// What planning needs to know of the current state.
-pub trait Lookup {
+pub(crate) trait Lookup {
     /// A flow by id.
     fn flow(&self, id: Uuid) -> Option<&Flow>;
     /// Whether a flow has this name.
@@ -81,15 +79,16 @@ pub enum Input {
 
 impl Input {
     /// Parses a workload operation (its ids and state type name).
-    pub fn from_op(op: &Op) -> Result<Input> {
+    #[cfg(feature = "workload")]
+    pub fn from_op(op: &datagen::appview::Op) -> Result<Input> {
         Ok(match op {
-            Op::Flow(f) => Input::Flow(NewFlow {
+            datagen::appview::Op::Flow(f) => Input::Flow(NewFlow {
                 id: Uuid::parse(&f.id)?,
                 name: f.name.clone(),
                 tags: f.tags.clone(),
                 created: f.created_us,
             }),
-            Op::Run(r) => Input::Run(NewRun {
+            datagen::appview::Op::Run(r) => Input::Run(NewRun {
                 id: Uuid::parse(&r.id)?,
                 flow_id: Uuid::parse(&r.flow_id)?,
                 name: r.name.clone(),
@@ -99,7 +98,7 @@ impl Input {
                 tags: r.tags.clone(),
                 parameters: r.parameters.clone(),
             }),
-            Op::State(s) => Input::State(NewState {
+            datagen::appview::Op::State(s) => Input::State(NewState {
                 id: Uuid::parse(&s.id)?,
                 run_id: Uuid::parse(&s.run_id)?,
                 state_type: StateType::parse(s.state_type)?,
@@ -112,7 +111,7 @@ impl Input {
 }
 
 /// Plans `input` against `at`.
-pub fn plan(at: &impl Lookup, input: &Input) -> Result<Mutation> {
+pub(crate) fn plan(at: &impl Lookup, input: &Input) -> Result<Mutation> {
     match input {
         Input::Flow(f) => plan_flow(at, f),
         Input::Run(r) => plan_run(at, r),
@@ -128,7 +127,7 @@ fn fresh(at: &impl Lookup, id: Uuid) -> Result<()> {
 }
 
 /// Plans a new flow.
-pub fn plan_flow(at: &impl Lookup, f: &NewFlow) -> Result<Mutation> {
+pub(crate) fn plan_flow(at: &impl Lookup, f: &NewFlow) -> Result<Mutation> {
     fresh(at, f.id)?;
     if at.flow_name_taken(&f.name) {
         return Err(AppviewError::DuplicateFlowName(f.name.clone()));
@@ -143,7 +142,7 @@ pub fn plan_flow(at: &impl Lookup, f: &NewFlow) -> Result<Mutation> {
 }
 
 /// Plans a new run, PENDING.
-pub fn plan_run(at: &impl Lookup, r: &NewRun) -> Result<Mutation> {
+pub(crate) fn plan_run(at: &impl Lookup, r: &NewRun) -> Result<Mutation> {
     fresh(at, r.id)?;
     fresh(at, r.state_id)?;
     if r.id == r.state_id {
@@ -185,7 +184,7 @@ pub fn plan_run(at: &impl Lookup, r: &NewRun) -> Result<Mutation> {
 }
 
 /// Plans a state change.
-pub fn plan_state(at: &impl Lookup, s: &NewState) -> Result<Mutation> {
+pub(crate) fn plan_state(at: &impl Lookup, s: &NewState) -> Result<Mutation> {
     fresh(at, s.id)?;
     let current = at
         .run(s.run_id)

@@ -3,7 +3,6 @@
 //! so "the same page" means the same runs with the same fields in the
 //! same order, not just the same ids.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use crate::error::{AppviewError, Result};
@@ -21,7 +20,7 @@ pub const PAGE_LIMIT: usize = 50;
 /// `flow_list`'s page size.
 pub const FLOW_LIMIT: usize = 200;
 /// `completed_1h`'s window (µs).
-pub const WINDOW_US: i64 = 3_600_000_000;
+pub(crate) const WINDOW_US: i64 = 3_600_000_000;
 /// `completed_1h`'s bounds ending at `now`: end in `[now - 1h, now]`
 /// (every backend's window).
 pub fn window(now: i64) -> (i64, i64) {
@@ -31,17 +30,6 @@ pub fn window(now: i64) -> (i64, i64) {
 /// `completed_1h`'s page size (a window can hold any number of runs; a
 /// page is bounded like every other list).
 pub const WINDOW_LIMIT: usize = 50;
-
-/// The pattern names, in the spec's order.
-pub const PATTERN_NAMES: [&str; 7] = [
-    "point_lookup",
-    "active_by_state",
-    "completed_50",
-    "paginated",
-    "count_completed",
-    "flow_list",
-    "completed_1h",
-];
 
 /// A read pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,7 +51,8 @@ pub enum Pattern {
 }
 
 impl Pattern {
-    /// Every pattern, in the spec's order.
+    /// Every pattern, in the spec's order (the benches' groups and the
+    /// CLI's choices are these, named by [`name`](Self::name)).
     pub const ALL: [Pattern; 7] = [
         Pattern::PointLookup,
         Pattern::ActiveByState,
@@ -74,12 +63,21 @@ impl Pattern {
         Pattern::Completed1h,
     ];
 
-    /// Its name (`completed_50`).
+    /// Its name (`completed_50`): the only spelling of the seven names.
     pub fn name(self) -> &'static str {
-        PATTERN_NAMES[self as usize]
+        match self {
+            Pattern::PointLookup => "point_lookup",
+            Pattern::ActiveByState => "active_by_state",
+            Pattern::Completed50 => "completed_50",
+            Pattern::Paginated => "paginated",
+            Pattern::CountCompleted => "count_completed",
+            Pattern::FlowList => "flow_list",
+            Pattern::Completed1h => "completed_1h",
+        }
     }
 
-    /// Parses a name.
+    /// Parses a name (the error carries the name; the caller shows the
+    /// choices, [`ALL`](Self::ALL)).
     pub fn parse(s: &str) -> Result<Pattern> {
         Pattern::ALL
             .into_iter()
@@ -156,66 +154,6 @@ impl Page {
             Page::Count(_) => 1,
             Page::Flows(f) => f.len(),
         }
-    }
-
-    /// The page as a text table for a person.
-    pub fn to_table(&self) -> String {
-        let mut out = String::new();
-        let run_header = "id                                    state      name        expected_start     start              end                run_time_s  runs";
-        let run_line = |out: &mut String, r: &FlowRun| {
-            let t = |v: Option<i64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
-            let _ = writeln!(
-                out,
-                "{}  {:<9}  {:<10}  {:<17}  {:<17}  {:<17}  {:>10}  {:>4}",
-                r.id,
-                r.state_type.as_str(),
-                r.name,
-                r.expected_start,
-                t(r.start),
-                t(r.end),
-                format!("{:.3}", r.total_run_time as f64 / 1e6),
-                r.run_count
-            );
-        };
-        match self {
-            Page::Run(None) => out.push_str("(no such run)\n"),
-            Page::Run(Some(r)) => {
-                let _ = writeln!(out, "{run_header}");
-                run_line(&mut out, &r.run);
-                if let Some(s) = &r.state {
-                    let _ = writeln!(
-                        out,
-                        "current state: {} {} at {} ({}) {:?}",
-                        s.id,
-                        s.state_type.as_str(),
-                        s.timestamp,
-                        s.name,
-                        s.message
-                    );
-                }
-            }
-            Page::Runs(runs) => {
-                let _ = writeln!(out, "{run_header}");
-                for r in runs {
-                    run_line(&mut out, r);
-                }
-                let _ = writeln!(out, "({} rows)", runs.len());
-            }
-            Page::Count(n) => {
-                let _ = writeln!(out, "count\n{n}");
-            }
-            Page::Flows(flows) => {
-                let _ = writeln!(
-                    out,
-                    "id                                    name                      tags"
-                );
-                for f in flows {
-                    let _ = writeln!(out, "{}  {:<24}  {}", f.id, f.name, f.tags.join(","));
-                }
-                let _ = writeln!(out, "({} rows)", flows.len());
-            }
-        }
-        out
     }
 }
 

@@ -18,14 +18,14 @@ fn bad(e: impl std::fmt::Display) -> AppviewError {
 }
 
 /// The index of `did`'s repository in `store`.
-pub fn rebuild(store: &Store, did: &str) -> Result<Index> {
+pub(crate) fn rebuild(store: &Store, did: &str) -> Result<Index> {
     let mut car = Vec::new();
     store.export_repo(did, None, &mut car)?;
     index_car(&car)
 }
 
 /// The index of a repository CAR (its first root is the commit).
-pub fn index_car(car: &[u8]) -> Result<Index> {
+pub(crate) fn index_car(car: &[u8]) -> Result<Index> {
     let mut reader = CarReader::new(car).map_err(bad)?.verify(true);
     let root = *reader
         .roots()

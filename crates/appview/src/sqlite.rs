@@ -8,20 +8,24 @@
 //! with `id DESC` (ties of a timestamp are otherwise in no defined order),
 //! which Prefect's indexes still serve. A write is one transaction: a new
 //! run inserts the run row and its first state row; a state change
-//! inserts the state row and updates the run. PRAGMAs: [`PRAGMAS`].
+//! inserts the state row and updates the run. PRAGMAs: [`PRAGMAS`]. The
+//! indexes and the read SQL are the ones every SQL baseline shares
+//! ([`crate::baseline_sql`]); the tables and the row decoding are
+//! SQLite's own.
 
 use std::path::Path;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
+use crate::baseline_sql::{
+    INDEXES, create_indexes, flow_list_sql, insert_run_sql, list_sql, params_from_json,
+    params_json, point_lookup_sql, tags_from_json, tags_json,
+};
 use crate::error::Result;
 use crate::index::Index;
 use crate::model::{Flow, FlowRun, FlowRunState, Mutation, StateType};
-use crate::query::{
-    ACTIVE_LIMIT, COMPLETED_LIMIT, FLOW_LIMIT, PAGE_LIMIT, PAGE_OFFSET, Page, Query, ReadBackend,
-    RunWithState, WINDOW_LIMIT, window,
-};
+use crate::query::{Page, Query, ReadBackend, RunWithState, window};
 use crate::uuid::Uuid;
 
 /// The baseline's PRAGMAs (the spec's WAL and busy timeout; NORMAL
@@ -34,7 +38,7 @@ pub const PRAGMAS: [(&str, &str); 4] = [
 ];
 
 /// Prefect's tables (SQLite dialect), the columns the model has.
-pub const TABLES: &str = "
+const TABLES: &str = "
 CREATE TABLE IF NOT EXISTS flow (
     id TEXT PRIMARY KEY NOT NULL,
     created INTEGER NOT NULL,
@@ -73,165 +77,12 @@ CREATE TABLE IF NOT EXISTS flow_run_state (
 );
 ";
 
-/// Prefect's indexes on them, as the spec lists them: one text for both
-/// SQL baselines (the expression is parenthesised as PostgreSQL requires,
-/// which SQLite reads as the same expression: its plans still use it).
-pub const INDEXES: &str = "
-CREATE UNIQUE INDEX IF NOT EXISTS uq_flow__name ON flow (name);
-CREATE INDEX IF NOT EXISTS ix_flow_run__state_type ON flow_run (state_type);
-CREATE INDEX IF NOT EXISTS ix_flow_run__state_name ON flow_run (state_name);
-CREATE INDEX IF NOT EXISTS ix_flow_run__state_timestamp ON flow_run (state_timestamp);
-CREATE INDEX IF NOT EXISTS ix_flow_run__expected_start_time_desc ON flow_run (expected_start_time DESC);
-CREATE INDEX IF NOT EXISTS ix_flow_run__next_scheduled_start_time_asc ON flow_run (next_scheduled_start_time ASC);
-CREATE INDEX IF NOT EXISTS ix_flow_run__start_time ON flow_run (start_time);
-CREATE INDEX IF NOT EXISTS ix_flow_run__end_time_desc ON flow_run (end_time DESC);
-CREATE INDEX IF NOT EXISTS ix_flow_run__coalesce_start_time_expected_start_time_desc
-    ON flow_run ((coalesce(start_time, expected_start_time)) DESC);
-CREATE INDEX IF NOT EXISTS ix_flow_run__flow_id ON flow_run (flow_id);
-CREATE UNIQUE INDEX IF NOT EXISTS uq_flow_run_state__flow_run_id_timestamp_desc
-    ON flow_run_state (flow_run_id, timestamp DESC);
-";
-
-/// The indexes' names (a bulk load drops them, then builds them once).
-pub const INDEX_NAMES: [&str; 11] = [
-    "uq_flow__name",
-    "ix_flow_run__state_type",
-    "ix_flow_run__state_name",
-    "ix_flow_run__state_timestamp",
-    "ix_flow_run__expected_start_time_desc",
-    "ix_flow_run__next_scheduled_start_time_asc",
-    "ix_flow_run__start_time",
-    "ix_flow_run__end_time_desc",
-    "ix_flow_run__coalesce_start_time_expected_start_time_desc",
-    "ix_flow_run__flow_id",
-    "uq_flow_run_state__flow_run_id_timestamp_desc",
-];
-
-/// The run columns every run query selects, in [`run_from_row`]'s order.
-pub const RUN_COLUMNS: &str = "id, flow_id, name, state_id, state_type, state_name, state_timestamp, \
-     expected_start_time, next_scheduled_start_time, start_time, end_time, total_run_time, \
-     run_count, created, updated, tags, parameters";
-
-/// Every statement whose text is built from [`RUN_COLUMNS`] or a page
-/// limit, built once: the reads look their prepared statement up by its
-/// text, so building it per call would time string formatting.
-struct Statements {
-    point_lookup: String,
-    flow_list: String,
-    insert_run: String,
-    active: String,
-    completed: String,
-    paginated: String,
-    window: String,
-}
-
-static SQL: LazyLock<Statements> = LazyLock::new(|| {
-    let from = format!("SELECT {RUN_COLUMNS} FROM flow_run");
-    let r_cols = RUN_COLUMNS
-        .split(", ")
-        .map(|c| format!("r.{c}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    Statements {
-        point_lookup: format!(
-            "SELECT {r_cols}, s.id, s.type, s.name, s.timestamp, s.message, s.flow_run_id \
-             FROM flow_run r LEFT JOIN flow_run_state s ON s.id = r.state_id WHERE r.id = ?1"
-        ),
-        flow_list: format!(
-            "SELECT id, name, tags, created, updated FROM flow ORDER BY name LIMIT {FLOW_LIMIT}"
-        ),
-        insert_run: format!(
-            "INSERT INTO flow_run ({RUN_COLUMNS}) VALUES \
-             (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
-        ),
-        active: format!(
-            "{from} WHERE state_type IN ('RUNNING', 'PENDING') ORDER BY id DESC LIMIT {ACTIVE_LIMIT}"
-        ),
-        completed: format!(
-            "{from} WHERE state_type = 'COMPLETED' \
-             ORDER BY coalesce(start_time, expected_start_time) DESC, id DESC LIMIT {COMPLETED_LIMIT}"
-        ),
-        paginated: format!(
-            "{from} ORDER BY expected_start_time DESC, id DESC LIMIT {PAGE_LIMIT} OFFSET {PAGE_OFFSET}"
-        ),
-        window: format!(
-            "{from} WHERE end_time >= ?1 AND end_time <= ?2 ORDER BY end_time DESC, id DESC LIMIT {WINDOW_LIMIT}"
-        ),
-    }
-});
-
-/// The SQL of each list pattern, shared by the SQL baselines (`?1`, `?2`
-/// are the window's bounds in `completed_1h`; PostgreSQL spells every
-/// `?` as `$`).
-pub fn list_sql(query: &Query) -> Option<&'static str> {
-    let sql = &*SQL;
-    Some(match query {
-        Query::ActiveByState => &sql.active,
-        Query::Completed50 => &sql.completed,
-        Query::Paginated => &sql.paginated,
-        Query::Completed1h { .. } => &sql.window,
-        _ => return None,
-    })
-}
-
-/// `point_lookup`'s SQL (`?1` the run id): the run and its current state
-/// row, [`RUN_COLUMNS`] then the state's columns.
-pub fn point_lookup_sql() -> &'static str {
-    &SQL.point_lookup
-}
-
-/// `flow_list`'s SQL.
-pub fn flow_list_sql() -> &'static str {
-    &SQL.flow_list
-}
-
-/// A run's insert (`?1`..`?17`: [`RUN_COLUMNS`] in order).
-pub fn insert_run_sql() -> &'static str {
-    &SQL.insert_run
-}
-
-/// Tags as the JSON columns hold them (PostgreSQL binds the value to
-/// `jsonb`; SQLite stores [`tags_json`]'s text).
-pub fn tags_value(tags: &[String]) -> serde_json::Value {
-    serde_json::Value::from(tags.to_vec())
-}
-
-/// Parameters as the JSON columns hold them (an object of text).
-pub fn params_value(p: &[(String, String)]) -> serde_json::Value {
-    serde_json::Value::Object(
-        p.iter()
-            .map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))
-            .collect(),
-    )
-}
-
-/// Tags as the JSON text column holds them.
-pub fn tags_json(tags: &[String]) -> String {
-    tags_value(tags).to_string()
-}
-
-/// Parameters as the JSON text column holds them.
-pub fn params_json(p: &[(String, String)]) -> String {
-    params_value(p).to_string()
-}
-
-/// Tags from their JSON column.
-pub fn tags_from_json(s: &str) -> Result<Vec<String>> {
-    Ok(serde_json::from_str(s)?)
-}
-
-/// Parameters from their JSON column, keys ascending.
-pub fn params_from_json(s: &str) -> Result<Vec<(String, String)>> {
-    let map: std::collections::BTreeMap<String, String> = serde_json::from_str(s)?;
-    Ok(map.into_iter().collect())
-}
-
 fn uuid_col(row: &Row<'_>, i: usize) -> Result<Uuid> {
     Uuid::parse(row.get_ref(i)?.as_str()?)
 }
 
-/// A run from a row of [`RUN_COLUMNS`].
-pub fn run_from_row(row: &Row<'_>) -> Result<FlowRun> {
+/// A run from a row of the shared `RUN_COLUMNS`.
+fn run_from_row(row: &Row<'_>) -> Result<FlowRun> {
     Ok(FlowRun {
         id: uuid_col(row, 0)?,
         flow_id: uuid_col(row, 1)?,
@@ -267,7 +118,7 @@ impl SqliteBaseline {
             conn.pragma_update(None, k, v)?;
         }
         conn.execute_batch(TABLES)?;
-        conn.execute_batch(INDEXES)?;
+        conn.execute_batch(create_indexes())?;
         Ok(SqliteBaseline { conn })
     }
 
@@ -387,8 +238,8 @@ impl SqliteBaseline {
     /// dropped, and the indexes are built once at the end.
     pub fn load_index(&mut self, index: &Index) -> Result<()> {
         let tx = self.conn.transaction()?;
-        for name in INDEX_NAMES {
-            tx.execute_batch(&format!("DROP INDEX IF EXISTS {name}"))?;
+        for index in INDEXES {
+            tx.execute_batch(&format!("DROP INDEX IF EXISTS {}", index.name))?;
         }
         let mut flows: Vec<_> = index.flows().collect();
         flows.sort_by_key(|f| f.id);
@@ -405,7 +256,7 @@ impl SqliteBaseline {
         for s in states {
             Self::insert_state(&tx, s)?;
         }
-        tx.execute_batch(INDEXES)?;
+        tx.execute_batch(create_indexes())?;
         tx.commit()?;
         Ok(())
     }

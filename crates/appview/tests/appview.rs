@@ -295,3 +295,31 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn the_signing_key_is_the_fixture_key_it_names() {
+    // `signing_key` derives its secret itself (the read path does not
+    // depend on the generator); it must stay the fixture key it documents.
+    let fixture = repo::crypto::Keypair::from_bytes(
+        repo::crypto::Algorithm::K256,
+        &datagen::store::signing_secret(0x4150_5056),
+    )
+    .unwrap();
+    assert_eq!(
+        appview::signing_key().unwrap().to_bytes(),
+        fixture.to_bytes()
+    );
+}
+
+#[test]
+fn every_pattern_name_parses_back_and_is_unique() {
+    let names: std::collections::BTreeSet<&str> = Pattern::ALL.iter().map(|p| p.name()).collect();
+    assert_eq!(names.len(), Pattern::ALL.len());
+    for p in Pattern::ALL {
+        assert_eq!(Pattern::parse(p.name()).unwrap(), p);
+    }
+    assert!(matches!(
+        Pattern::parse("completed_51"),
+        Err(AppviewError::UnknownPattern(n)) if n == "completed_51"
+    ));
+}

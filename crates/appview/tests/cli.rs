@@ -23,7 +23,7 @@ fn seed_then_query_every_pattern_on_both_backends() {
     let (ok, out, err) = appview(&["seed", "--runs", "40", "--db", db]);
     assert!(ok, "{err}");
     assert!(out.contains("40 runs"), "{out}");
-    for pattern in appview::PATTERN_NAMES {
+    for pattern in appview::Pattern::ALL.map(appview::Pattern::name) {
         let (ok, index, err) = appview(&["query", pattern, "--db", db]);
         assert!(ok, "{pattern}: {err}");
         let (ok, sqlite, err) = appview(&["query", pattern, "--backend", "sqlite", "--db", db]);

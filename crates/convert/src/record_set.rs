@@ -119,41 +119,6 @@ pub enum RecordSetError {
     },
 }
 
-/// Microseconds in the range years 0000..=9999.
-const MIN_MICROS: i64 = -62_167_219_200_000_000;
-const MAX_MICROS: i64 = 253_402_300_799_999_999;
-
-/// Writes `micros` since the epoch as `YYYY-MM-DDTHH:MM:SS.ffffffZ`
-/// (caller checks the range).
-fn write_timestamp(micros: i64, out: &mut [u8; 27]) {
-    let secs = micros.div_euclid(1_000_000);
-    let frac = micros.rem_euclid(1_000_000);
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    let (year, month, day) = codec::datetime::civil_from_days(days);
-    let (month, day) = (i64::from(month), i64::from(day));
-    let mut put = |at: usize, width: usize, mut v: i64| {
-        for i in (0..width).rev() {
-            out[at + i] = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
-    };
-    put(0, 4, year);
-    put(5, 2, month);
-    put(8, 2, day);
-    put(11, 2, sod / 3600);
-    put(14, 2, sod % 3600 / 60);
-    put(17, 2, sod % 60);
-    put(20, 6, frac);
-    out[4] = b'-';
-    out[7] = b'-';
-    out[10] = b'T';
-    out[13] = b':';
-    out[16] = b':';
-    out[19] = b'.';
-    out[26] = b'Z';
-}
-
 /// Writes `uuid` as `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
 fn write_uuid(uuid: u128, out: &mut [u8; 36]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -251,15 +216,14 @@ fn cell(
             text_value(ascii(&buf))
         }
         Cell::Timestamp(micros) => {
-            if !(MIN_MICROS..=MAX_MICROS).contains(micros) {
+            let mut buf = [0u8; 27];
+            if !codec::datetime::write_rfc3339_micros(*micros, &mut buf) {
                 return Err(RecordSetError::TimestampOutOfRange {
                     row,
                     column: column.to_owned(),
                     micros: *micros,
                 });
             }
-            let mut buf = [0u8; 27];
-            write_timestamp(*micros, &mut buf);
             record.push(b'"');
             record.extend_from_slice(&buf);
             record.push(b'"');
@@ -355,17 +319,6 @@ mod tests {
 
     #[test]
     fn formats() {
-        let mut ts = [0u8; 27];
-        write_timestamp(0, &mut ts);
-        assert_eq!(ascii(&ts), "1970-01-01T00:00:00.000000Z");
-        write_timestamp(951_782_400_123_456, &mut ts);
-        assert_eq!(ascii(&ts), "2000-02-29T00:00:00.123456Z");
-        write_timestamp(-1, &mut ts);
-        assert_eq!(ascii(&ts), "1969-12-31T23:59:59.999999Z");
-        write_timestamp(MIN_MICROS, &mut ts);
-        assert_eq!(ascii(&ts), "0000-01-01T00:00:00.000000Z");
-        write_timestamp(MAX_MICROS, &mut ts);
-        assert_eq!(ascii(&ts), "9999-12-31T23:59:59.999999Z");
         let mut u = [0u8; 36];
         write_uuid(0x0123_4567_89ab_cdef_0011_2233_4455_6677, &mut u);
         assert_eq!(ascii(&u), "01234567-89ab-cdef-0011-223344556677");

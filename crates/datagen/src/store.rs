@@ -65,7 +65,8 @@ pub fn tid(micros: u64, clock: u16) -> String {
         .collect()
 }
 
-/// An RFC 3339 UTC datetime with milliseconds.
+/// Fixture microseconds as RFC 3339 UTC text with milliseconds (the
+/// `createdAt` of the fixtures' records; `codec::datetime` converts).
 pub fn datetime(micros: u64) -> String {
     codec::datetime::rfc3339_millis((micros / 1000) as i64)
 }

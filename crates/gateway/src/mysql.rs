@@ -38,6 +38,7 @@
 
 use std::time::Duration;
 
+use codec::datetime::micros_from_fields;
 use convert::{Cell, RecordSetMode, rows_to_record_set};
 use mysql_async::consts::ColumnType;
 use mysql_async::prelude::Queryable;
@@ -48,7 +49,6 @@ use crate::error::{Backend, GatewayError};
 use crate::executor::{Executor, Outcome, within};
 use crate::placeholders::Dialect;
 use crate::sql::{SqlRequest, parse_sql_line};
-use crate::timestamp::micros_from_fields;
 
 const BACKEND: Backend = Backend::Mysql;
 /// How long an idle connection stays in the pool. mysql_async keeps idle

@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{pool, runtime, unique};
-use gateway::s3_emulator::S3Emulator;
+use gateway::S3Emulator;
 use gateway::{Executor, GatewayError, ObjectOutcome, Outcome, S3Config, S3Executor};
 use serde_json::json;
 

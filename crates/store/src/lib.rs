@@ -2,17 +2,17 @@
 //! WAL database, a record index for reads, signed commits, a sequencer for
 //! the firehose, and blobs. Built on the [`repo`] crate.
 //!
-//! # Storage model (schema version 7, see `schema.rs`)
+//! # Storage model (schema version 7; each version's change and why: `migrations.rs`)
 //!
 //! | table | key | holds |
 //! |---|---|---|
-//! | `repo_root` | `did` | current commit CID, rev, MST root, k256 signing key (NULL for imported, read-only repos); handle, active flag, status (v2, see `accounts.rs`); the commit block's bytes (v5) |
-//! | `repo_blocks` | `(did, pos, cid)` | the current repo's MST nodes with the rev that added each, clustered (v6) by the position in the key space their parent gives them (`node_pos.rs`: a commit's new and released nodes share pages instead of landing on random ones); covering partial index `(did, repo_rev) WHERE repo_rev IS NULL` finds unversioned (pre-revision) blocks |
-//! | `rev_backfill` | `did` | v3: the revision of an account's unversioned blocks, written by the startup backfill (one narrow row per account instead of rewriting every block row; `export_repo`'s `since` reads `COALESCE(repo_rev, rev_backfill.rev)`) |
-//! | `records` | `(did, collection, rkey)` | record CID, rev, and (v4) the record block's bytes: getRecord is one row and listRecords one range scan, never a sort or a join; `cid_dup` marks all but the first row holding a CID, so getRepo writes a shared block once; index `(did, cid)` |
-//! | `commits` | `seq` | v5: the log of commits by the seq of the event that carried each (did, rev, commit CID); no secondary index, since nothing looks a commit up by rev or CID (the spec's suggested `(did, rev)` key and `(did, cid)` index cost each commit two WAL pages, see `schema.rs`) |
+//! | `repo_root` | `did` | current commit CID, rev, MST root, k256 signing key (NULL for imported, read-only repos); handle, active flag, status (`accounts.rs`); the commit block's bytes |
+//! | `repo_blocks` | `(did, pos, cid)` | the current repo's MST nodes with the rev that added each, clustered by the position in the key space their parent gives them (`node_pos.rs`: a commit's new and released nodes share pages instead of landing on random ones); covering partial index `(did, repo_rev) WHERE repo_rev IS NULL` finds unversioned (pre-revision) blocks |
+//! | `rev_backfill` | `did` | the revision of an account's unversioned blocks, written by the startup backfill (one narrow row per account instead of rewriting every block row; `export_repo`'s `since` reads `COALESCE(repo_rev, rev_backfill.rev)`) |
+//! | `records` | `(did, collection, rkey)` | record CID, rev, and the record block's bytes: getRecord is one row and listRecords one range scan, never a sort or a join; `cid_dup` marks all but the first row holding a CID, so getRepo writes a shared block once; index `(did, cid)` |
+//! | `commits` | `seq` | the log of commits by the seq of the event that carried each (did, rev, commit CID); no secondary index, since nothing looks a commit up by rev or CID (the spec's suggested `(did, rev)` key and `(did, cid)` index cost each commit two WAL pages, see `migrations.rs`) |
 //! | `seq_events` | `seq` | firehose event bodies (DAG-CBOR) by kind: `#commit`, `#sync`, `#identity`, `#account` |
-//! | `blobs` | rowid, unique `(did, cid)` | MIME, size, bytes (raw sha-256 CID); a rowid table (v7), so a lookup never compares blob bytes |
+//! | `blobs` | rowid, unique `(did, cid)` | MIME, size, bytes (raw sha-256 CID); a rowid table, so a lookup never compares blob bytes |
 //! | `record_blobs` | `(did, blob, record)` | blobs referenced by records |
 //!
 //! CIDs are stored as their 36 binary bytes. Only the current tree's blocks
@@ -116,7 +116,8 @@
 //! | `import` | verifying a repository CAR |
 //! | `accounts` | `#identity` / `#account` state and events |
 //! | `ownership` | the writer lock; our databases only |
-//! | `schema` | PRAGMAs, migrations, startup and backfill |
+//! | `schema` | PRAGMAs, the connections, startup |
+//! | `migrations` | the schema's versions V1..V7, the fresh store's baseline, the revision backfill |
 //! | `vfs` | the writer's WAL write coalescing |
 //! | `types` | the public values |
 //! | `error` | [`StoreError`]; a writer job's failure (before or after it wrote) |
@@ -153,6 +154,7 @@ mod ownership;
 mod plan;
 // Commit planning over an in-memory account: counted by `--bench
 // instructions` and checked by its own tests; not part of the store's API.
+mod migrations;
 #[cfg(any(test, feature = "bench-internals"))]
 mod plan_detached;
 mod prepare;
@@ -185,7 +187,8 @@ pub use error::{Result, StoreError};
 pub use feed::EventFeed;
 pub use ownership::APPLICATION_ID;
 
-pub use schema::{SCHEMA_VERSION, StartupReport};
+pub use migrations::SCHEMA_VERSION;
+pub use schema::StartupReport;
 pub use types::*;
 
 use batch::Task;
@@ -317,12 +320,12 @@ impl Store {
         let first = schema::open_reader(&path)
             .map_err(|e| ownership::foreign_if_not_a_database(e, &path))?;
         match ownership::identify(&first, &path)? {
-            ownership::Identity::Ours { version, .. } if version == schema::SCHEMA_VERSION => {}
+            ownership::Identity::Ours { version, .. } if version == SCHEMA_VERSION => {}
             ownership::Identity::Ours { version, .. } => {
                 return Err(StoreError::NeedsMigration {
                     path,
                     version,
-                    current: schema::SCHEMA_VERSION,
+                    current: SCHEMA_VERSION,
                 });
             }
             ownership::Identity::Fresh => {

@@ -1,40 +1,10 @@
-//! Tests of the schema (a child module of `schema`): the baseline against
-//! the migration steps, and the revision backfill against
-//! `forget_revisions`.
+//! Tests of the startup (a child module of `schema`): the revision
+//! backfill (`migrations.rs`) against `forget_revisions`.
 
-use super::{BASELINE, forget_revisions, migrate, migrate_steps};
+use super::forget_revisions;
 use crate::{Config, Store, StoreError};
 use repo::crypto::{Algorithm, Keypair};
 use rusqlite::Connection;
-
-fn objects(conn: &Connection) -> Vec<(String, String, String, Option<String>)> {
-    let mut st = conn
-        .prepare("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name")
-        .unwrap();
-    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
-}
-
-/// The baseline and the seven steps end at the same schema, object for
-/// object and text for text, and a fresh store gets the baseline.
-#[test]
-fn baseline_equals_the_migrations_from_empty() {
-    let stepped = Connection::open_in_memory().unwrap();
-    migrate_steps(&stepped, 0).unwrap();
-    let based = Connection::open_in_memory().unwrap();
-    based.execute_batch(BASELINE).unwrap();
-    assert_eq!(objects(&stepped), objects(&based));
-    assert!(objects(&based).len() >= 10);
-    let fresh = Connection::open_in_memory().unwrap();
-    assert_eq!(migrate(&fresh).unwrap(), 0);
-    assert_eq!(objects(&fresh), objects(&stepped));
-    let version: i64 = fresh
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(version, super::SCHEMA_VERSION);
-}
 
 /// Forgotten revisions are what an old build left: the next open
 /// backfills exactly the account's node rows (one `rev_backfill` row,

@@ -24,11 +24,11 @@ use std::error::Error;
 use std::fmt;
 
 use bytes::{BufMut, BytesMut};
+use codec::datetime::parse_rfc3339_micros;
 use convert::Cell;
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 
 use crate::error::GatewayError;
-use crate::timestamp::parse_rfc3339;
 
 /// Microseconds from 1970-01-01 to PostgreSQL's epoch, 2000-01-01.
 const PG_EPOCH_US: i64 = 946_684_800_000_000;
@@ -456,7 +456,7 @@ impl ToSql for PgParam<'_> {
                     .value
                     .as_str()
                     .ok_or_else(|| self.fail(ty, "expected an RFC 3339 string"))?;
-                let micros = parse_rfc3339(s)
+                let micros = parse_rfc3339_micros(s)
                     .ok_or_else(|| self.fail(ty, format!("{s:?} is not RFC 3339")))?;
                 out.put_i64(micros - PG_EPOCH_US);
             }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::edit::{Link, MutNode};
+use super::mutnode::{Link, MutNode};
 use super::node::Node;
 use super::source::BlockSource;
 use super::{MAX_LAYER, MstError, key_height};

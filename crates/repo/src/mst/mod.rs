@@ -49,6 +49,7 @@ mod diff;
 mod edit;
 mod key;
 mod loader;
+mod mutnode;
 mod node;
 mod proof;
 mod source;

@@ -3,8 +3,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::edit::{self, Link, MutNode};
+use super::edit;
 use super::loader::{Fresh, Loader, NodeCache};
+use super::mutnode::{Link, MutEntry, MutNode};
 use super::node::{Key, Node, encode_node};
 use super::source::BlockSource;
 use super::{MAX_LAYER, MstError, key_height, validate_key};
@@ -261,7 +262,7 @@ impl<S: BlockSource> Mst<S> {
         self.root = Link::Dirty(Box::new(MutNode {
             origin: None,
             left: lo,
-            entries: vec![edit::MutEntry {
+            entries: vec![MutEntry {
                 key: k,
                 value,
                 right: hi,

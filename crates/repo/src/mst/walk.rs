@@ -158,8 +158,8 @@ impl<S: BlockSource> Mst<S> {
     /// The root CID; errors while edits are pending.
     pub(crate) fn committed_root(&mut self) -> Result<Cid, MstError> {
         match &self.root {
-            super::edit::Link::Stored(c) => Ok(*c),
-            super::edit::Link::Dirty(_) => Err(MstError::Uncommitted),
+            super::mutnode::Link::Stored(c) => Ok(*c),
+            super::mutnode::Link::Dirty(_) => Err(MstError::Uncommitted),
         }
     }
 }

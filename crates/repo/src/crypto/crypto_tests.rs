@@ -1,6 +1,8 @@
 //! Tests of the signing keys on both curves and both secp256k1 backends (a
 //! child module of `crypto`).
 
+use sha2::{Digest, Sha256};
+
 use super::*;
 
 #[test]
