@@ -6,7 +6,7 @@ use std::sync::{Mutex, RwLock};
 use appview::{AppView, Index, Mutation, Pattern, Query, ReadBackend, SqliteBaseline, bulk};
 use datagen::appview::Workload;
 
-use crate::lookups::Lookups;
+use benches::appview::Lookups;
 
 /// The index behind a read lock, as the live appview holds it.
 pub struct Locked(pub RwLock<Index>);

@@ -12,7 +12,7 @@ use benches::target::BenchTarget;
 use criterion::Throughput;
 
 use crate::fixtures::{CALLERS, Fixtures, Tier};
-use crate::groups::group;
+use benches::appview::group;
 
 fn rows(g: &mut benches::Group<'_>, tier: &Tier, pattern: Pattern) {
     g.bench("index", tier.name, |b| {

@@ -15,11 +15,7 @@
 
 use benches::target::{BenchTarget, Budget};
 
-#[path = "../appview/groups.rs"]
-mod appview_groups;
 mod appview_live;
-#[path = "../appview/lookups.rs"]
-mod appview_lookups;
 mod appview_pg;
 mod appview_redis;
 mod live;
@@ -28,6 +24,7 @@ mod ours;
 mod postgres;
 mod redis_kv;
 mod s3_objects;
+mod sql_workload;
 
 fn main() {
     if std::env::var("BENCH_LIVE").as_deref() != Ok("1") {
