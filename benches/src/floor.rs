@@ -11,8 +11,8 @@
 //!
 //! - [`PythonSqlite`]: a `python3` process kept alive for the row, running
 //!   the statement through the `sqlite3` module (its statement cache, a
-//!   read-only connection on the same file), told by stdin how many
-//!   operations to time;
+//!   connection opened as the baseline's are, only reading), told by stdin
+//!   how many operations to time;
 //! - [`pgbench`]: `pgbench -M prepared` over a script of the statement,
 //!   its `tps` (without connection time) read back;
 //! - [`redis_benchmark`]: `redis-benchmark`'s requests per second;
@@ -66,7 +66,7 @@ pub fn skip(id: &str, reason: &str) {
 const PYTHON_SQLITE: &str = r#"
 import json, sqlite3, sys, time
 path, sql, params = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+conn = sqlite3.connect(path, check_same_thread=False)
 params = [tuple(p) for p in params]
 counts = [len(conn.execute(sql, p).fetchall()) for p in params]
 print(json.dumps({"sqlite": sqlite3.sqlite_version, "rows": counts}), flush=True)
@@ -94,7 +94,9 @@ pub struct PythonSqlite {
 }
 
 impl PythonSqlite {
-    /// Starts the probe on database `db` (opened read-only), statement
+    /// Starts the probe on database `db` (opened read-write, as the
+    /// baseline's connections are: a read-only open of a WAL file can
+    /// rebuild its shared-memory index per transaction), statement
     /// `sql` (SQLite's `?N` placeholders) and its parameter sets.
     ///
     /// # Errors
