@@ -257,20 +257,29 @@ pub fn redis_benchmark(
             .args(["-r", &keyspace.to_string(), "-P", "1", "--csv"])
             .args(command),
     )?;
-    // --csv: a header line, then `"<command>","<rps>",...`.
-    let rps = out
-        .lines()
-        .nth(1)
-        .and_then(|l| l.split(',').nth(1))
-        .and_then(|f| f.trim_matches('"').parse::<f64>().ok())
-        .ok_or_else(|| format!("redis-benchmark printed no rate: {out}"))?;
+    let rps = csv_rate(&out).ok_or_else(|| format!("redis-benchmark printed no rate: {out}"))?;
     Ok(at_rate(iters.max(1), rps))
 }
 
+/// The requests per second of `redis-benchmark --csv`'s output: a header
+/// line, then `"<command>","<rps>"` and six latency fields. The command is
+/// not escaped (a JSON value has commas), so the rate is the seventh
+/// field from the end.
+fn csv_rate(out: &str) -> Option<f64> {
+    out.lines()
+        .nth(1)?
+        .rsplit(',')
+        .nth(6)?
+        .trim_matches('"')
+        .parse()
+        .ok()
+}
+
 /// MariaDB's `mysqlslap` on schema `database`: `clients` connections,
-/// `queries` (one statement per `;`) run `iters` times in all; returns its
-/// average time for them (it counts from all clients connected to the last
-/// query's end, at millisecond resolution).
+/// `queries` (one statement per `;`, cycled) run about `iters` times in
+/// all; returns its time for them scaled to `iters` (it counts from all
+/// clients connected to the last query's end, at millisecond resolution,
+/// and sends each statement as text: no prepared statements).
 ///
 /// # Errors
 /// No `mysqlslap`, or it failed or printed no time.
@@ -284,7 +293,8 @@ pub fn mysqlslap(
     iters: u64,
 ) -> Result<Duration, String> {
     let tool = find("mysqlslap")?;
-    let iters = iters.max(clients as u64);
+    // `--number-of-queries` is per client.
+    let per_client = iters.div_ceil(clients as u64).max(1);
     let out = output(
         Command::new(tool)
             .arg(format!("--host={host}"))
@@ -295,12 +305,16 @@ pub fn mysqlslap(
             .arg(format!("--query={}", queries.display()))
             .arg("--delimiter=;")
             .arg(format!("--concurrency={clients}"))
-            .arg(format!("--number-of-queries={iters}"))
+            .arg(format!("--number-of-queries={per_client}"))
             .arg("--iterations=1"),
     )?;
     let seconds = number_after(&out, "Average number of seconds to run all queries")
         .ok_or_else(|| format!("mysqlslap printed no time: {out}"))?;
-    Ok(Duration::from_secs_f64(seconds).max(Duration::from_nanos(1)))
+    let ran = per_client * clients as u64;
+    Ok(
+        Duration::from_secs_f64(seconds * iters.max(1) as f64 / ran as f64)
+            .max(Duration::from_nanos(1)),
+    )
 }
 
 #[cfg(test)]
@@ -327,6 +341,14 @@ mod tests {
             Some(0.123)
         );
         assert_eq!(number_after("nothing", "tps"), None);
+    }
+
+    #[test]
+    fn redis_benchmark_rates_are_read_past_a_command_with_commas() {
+        let out = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"\n\
+                   \"SET k:__rand_int__ {\"a\":1,\"b\":2}\",\"1000.00\",\"0.084\",\"0.080\",\"0.087\",\"0.087\",\"0.087\",\"0.087\"\n";
+        assert_eq!(csv_rate(out), Some(1000.0));
+        assert_eq!(csv_rate("header only\n"), None);
     }
 
     #[test]

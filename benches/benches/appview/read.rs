@@ -48,7 +48,10 @@ fn statement(tier: &Tier, pattern: Pattern) -> (&'static str, Vec<(Query, Value)
             let sql = appview::list_sql(&q).unwrap_or_default();
             (sql, vec![(q, json!([a, b]))])
         }
-        _ => (appview::list_sql(&q).unwrap_or_default(), vec![(q, json!([]))]),
+        _ => (
+            appview::list_sql(&q).unwrap_or_default(),
+            vec![(q, json!([]))],
+        ),
     }
 }
 
@@ -67,8 +70,13 @@ fn probe(g: &mut benches::Group<'_>, tier: &Tier, pattern: Pattern) {
         .iter()
         .map(|(q, _)| tier.index.query(q).expect("index").rows() as u64)
         .collect();
-    assert_eq!(python.rows, want, "{id}: python's rows differ from the index's pages");
-    g.bench("python-sqlite3", tier.name, |b| b.iter_custom(|iters| python.run(iters)));
+    assert_eq!(
+        python.rows, want,
+        "{id}: python's rows differ from the index's pages"
+    );
+    g.bench("python-sqlite3", tier.name, |b| {
+        b.iter_custom(|iters| python.run(iters))
+    });
 }
 
 fn rows(g: &mut benches::Group<'_>, tier: &Tier, pattern: Pattern) {

@@ -12,8 +12,8 @@
 use std::sync::Arc;
 
 use appview::{
-    FLOW_NSID, Flow, FlowRun, FlowRunState, Page, Pattern, Query, RUN_NSID, Record, RecordRef,
-    RunWithState, STATE_NSID, decode_record, encode_record,
+    FLOW_NSID, Flow, FlowRun, FlowRunState, Page, Query, RUN_NSID, Record, RecordRef, RunWithState,
+    STATE_NSID, decode_record, encode_record,
 };
 use redis::aio::MultiplexedConnection;
 use tokio::runtime::Runtime;

@@ -2,7 +2,8 @@
 //! the gateway's MysqlExecutor, `raw` mysql_async alone: its own pool of
 //! the same size and statement cache, the same statements, rows decoded to
 //! the same cells; both pools keep idle connections and skip the reset on
-//! check-in, which would empty the statement cache.
+//! check-in, which would empty the statement cache; floor probe
+//! `mysqlslap` (MariaDB's load client: text protocol, its own connections).
 
 use benches::target::BenchTarget;
 use convert::{Cell, RecordSetMode};
@@ -13,7 +14,7 @@ use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
 use crate::live::{Dataset, run_name, unavailable};
-use crate::sql_workload::{self, Dialect, RawSql};
+use crate::sql_workload::{self, Dialect, Floor, RawSql, Sql};
 
 pub const GROUPS: [&str; 3] = [
     "live.mysql_point_select",
@@ -130,7 +131,29 @@ pub fn run(
     let e = MysqlExecutor::new(&config, RecordSetMode::JsonAndRows).expect("config");
     sql_workload::seed(rt, &e, &DIALECT, data);
     let raw = Raw(raw_pool(&url, pool.size));
-    sql_workload::run(target, rt, &DIALECT, &e, &raw, data);
+    let opts = Opts::from_url(&url).expect("mysql url");
+    let (host, port) = (opts.ip_or_hostname().to_string(), opts.tcp_port());
+    let user = opts.user().unwrap_or("root").to_owned();
+    let probe_db = db.clone();
+    let floor = Floor {
+        implementation: "mysqlslap",
+        tool: "mysqlslap",
+        dir: benches::sidecar::atbench_dir().join("live-floor"),
+        connections: pool.size,
+        run: Box::new(move |file, clients, iters| {
+            benches::floor::mysqlslap(&host, port, &user, &probe_db, file, clients, iters)
+        }),
+        ran: Default::default(),
+    };
+    let w = Sql {
+        rt,
+        dialect: &DIALECT,
+        ours: &e,
+        raw: &raw,
+        floor: &floor,
+        data,
+    };
+    sql_workload::run(target, w);
     rt.block_on(async {
         let _ = raw.0.disconnect().await;
         let _ = e.close().await;

@@ -2,8 +2,10 @@
 //! the gateway's PgExecutor (line parse, pooled checkout, cached prepared
 //! statement, rows -> cells -> record set in both encodings), `raw`
 //! tokio-postgres alone: one client per pool slot, the same prepared
-//! statements, rows decoded to the same cells (jsonb read as serde_json).
+//! statements, rows decoded to the same cells (jsonb read as serde_json);
+//! floor probe `pgbench` (`-M prepared`, its own connections and threads).
 
+use benches::target::BenchTarget;
 use convert::{Cell, RecordSetMode};
 use gateway::{Executor, Outcome, PgExecutor, SqlConfig};
 use serde_json::{Value, json};
@@ -12,7 +14,7 @@ use tokio_postgres::{Client, NoTls, Statement};
 
 use crate::live::{Dataset, run_name, sql_line, unavailable};
 use crate::ours;
-use crate::sql_workload::{self, Dialect, RawSql};
+use crate::sql_workload::{self, Dialect, Floor, PROBE_STATEMENTS, RawSql, Sql};
 
 pub const GROUPS: [&str; 3] = ["live.pg_point_select", "live.pg_update", "live.pg_scan"];
 const SELECT: &str = "SELECT id, payload FROM gateway_bench WHERE id = $1";
@@ -162,7 +164,26 @@ pub fn run(
         })
         .collect();
     let raw = Raw(conns);
-    sql_workload::run(target, rt, &DIALECT, &e, &raw, data);
+    let probe_url = url.clone();
+    let floor = Floor {
+        implementation: "pgbench",
+        tool: "pgbench",
+        dir: benches::sidecar::atbench_dir().join("live-floor"),
+        connections: pool.size,
+        run: Box::new(move |file, clients, iters| {
+            benches::floor::pgbench(&probe_url, file, PROBE_STATEMENTS as u64, clients, iters)
+        }),
+        ran: Default::default(),
+    };
+    let w = Sql {
+        rt,
+        dialect: &DIALECT,
+        ours: &e,
+        raw: &raw,
+        floor: &floor,
+        data,
+    };
+    sql_workload::run(target, w);
     drop(raw);
     drop(e);
     ours::run(

@@ -12,10 +12,18 @@
 //! tasks; ids are drawn from the same seeded stream, callers start at the
 //! same offsets. The seeded rows are checked on both sides before
 //! anything is timed; updates are read back after.
+//!
+//! Each group also has a floor probe row ([`Floor`]: `pgbench`,
+//! `mysqlslap`): the backend's own mainstream client running the raw
+//! statements, with their values written in, from a file of
+//! [`PROBE_STATEMENTS`] of them, at the same callers tiers; each of its
+//! statements is run through `ours` outside the timing and checked.
 
 use std::future::Future;
 use std::hint::black_box;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use benches::callers::bench_callers;
 use benches::target::BenchTarget;
@@ -51,6 +59,103 @@ pub struct Dialect {
     pub payload_param: fn(&Value) -> Value,
     /// Run once the seed is in (the planner's statistics), if any.
     pub after_seed: Option<&'static str>,
+}
+
+/// Statements in a floor probe's file (the probe cycles through them).
+pub const PROBE_STATEMENTS: usize = 64;
+
+/// The payload a probe's updates write.
+const PROBE_PAYLOAD: &str = r#"{"$type": "app.atbench.update", "probe": true}"#;
+
+/// A backend's floor probe: its mainstream client running a file of
+/// literal statements.
+pub struct Floor {
+    /// The implementation of its rows.
+    pub implementation: &'static str,
+    /// The tool it needs on `PATH`.
+    pub tool: &'static str,
+    /// Where its statement files go.
+    pub dir: PathBuf,
+    /// Connections at most: the gateway pool's size, as ours and raw have
+    /// (a tier with more callers shares them).
+    pub connections: usize,
+    /// Runs the file's statements (`PROBE_STATEMENTS`, one per line, each
+    /// ending in `;`) from `clients` connections, `iters` in all; returns
+    /// their wall time by the tool's clock.
+    pub run: Box<dyn Fn(&Path, usize, u64) -> Result<Duration, String> + Sync>,
+    /// Whether a row of the probe ran since it was last cleared (a
+    /// filtered run may skip them).
+    pub ran: AtomicBool,
+}
+
+impl Floor {
+    /// `statements` written to `<dir>/<name>.sql`, one per line.
+    fn file(&self, name: &str, statements: &[String]) -> PathBuf {
+        let path = self.dir.join(format!("{name}.sql"));
+        std::fs::create_dir_all(&self.dir)
+            .and_then(|()| std::fs::write(&path, statements.join("\n") + "\n"))
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        path
+    }
+
+    /// The probe's row at `tier` over `file`, or its skip (a missing tool).
+    fn bench(&self, g: &mut benches::Group<'_>, tier: &str, file: &Path, clients: usize) {
+        let id = g.id(self.implementation, tier);
+        if let Err(e) = benches::floor::find(self.tool) {
+            return benches::floor::skip(&id, &e);
+        }
+        let clients = clients.clamp(1, self.connections.max(1));
+        g.bench(self.implementation, tier, |b| {
+            self.ran.store(true, Ordering::Relaxed);
+            b.iter_custom(|iters| {
+                (self.run)(file, clients, iters).unwrap_or_else(|e| panic!("{id}: {e}"))
+            })
+        });
+    }
+}
+
+/// `text` as an SQL string literal.
+fn literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// `statement` with its `?` / `$n` placeholders replaced by `values`
+/// (literals), in order of appearance.
+fn with_values(statement: &str, values: &[String]) -> String {
+    let mut out = String::new();
+    let mut rest = statement;
+    let mut next = values.iter();
+    while let Some(at) = rest.find(['?', '$']) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let digits = after
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(after.len());
+        let value = if rest[at..].starts_with('$') {
+            let n: usize = after[..digits].parse().unwrap_or(1);
+            values.get(n - 1)
+        } else {
+            next.next()
+        };
+        out.push_str(value.map_or("NULL", String::as_str));
+        rest = if rest[at..].starts_with('$') {
+            &after[digits..]
+        } else {
+            after
+        };
+    }
+    out.push_str(rest);
+    out + ";"
+}
+
+/// Outside the timing: each of a probe's statements returns `rows` rows
+/// through `ours`.
+fn check_probe<E: Executor>(rt: &Runtime, e: &E, statements: &[String], rows: usize) {
+    for statement in statements {
+        let sql = statement.trim_end_matches(';');
+        let set = ours::rows(rt, e, &sql_line(sql, json!([])));
+        assert_eq!(set.records.len(), rows, "floor probe statement {sql}");
+    }
 }
 
 /// A backend's client alone, for the `raw` rows: the same statements,
@@ -140,23 +245,43 @@ pub fn seed<E: Executor>(rt: &Runtime, e: &E, d: &Dialect, data: &Dataset) {
 
 /// Runs the three groups on a seeded table: checked first, timed, updates
 /// read back.
-pub fn run<E: Executor + Sync, R: RawSql>(
-    target: &mut BenchTarget,
-    rt: &Runtime,
-    d: &Dialect,
-    e: &E,
-    raw: &R,
-    data: &Dataset,
-) {
-    verify(rt, d, e, raw, data);
-    point_select(target, rt, d, e, raw, data);
-    update(target, rt, d, e, raw, data);
-    scan(target, rt, d, e, raw, data);
+/// One backend's side of the workload: the runtime, its statements, `ours`
+/// (a gateway executor), `raw`, its floor probe and the seeded rows.
+pub struct Sql<'a, E, R> {
+    pub rt: &'a Runtime,
+    pub dialect: &'a Dialect,
+    pub ours: &'a E,
+    pub raw: &'a R,
+    pub floor: &'a Floor,
+    pub data: &'a Dataset,
+}
+
+impl<E, R> Clone for Sql<'_, E, R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<E, R> Copy for Sql<'_, E, R> {}
+
+pub fn run<E: Executor + Sync, R: RawSql>(target: &mut BenchTarget, w: Sql<'_, E, R>) {
+    verify(w);
+    point_select(target, w);
+    update(target, w);
+    scan(target, w);
 }
 
 /// Outside the timing: ours and raw return the seeded row for a sample of
 /// ids, and a scan returns its rows in id order on both.
-fn verify<E: Executor, R: RawSql>(rt: &Runtime, d: &Dialect, e: &E, raw: &R, data: &Dataset) {
+fn verify<E: Executor, R: RawSql>(w: Sql<'_, E, R>) {
+    let Sql {
+        rt,
+        dialect: d,
+        ours: e,
+        raw,
+        data,
+        ..
+    } = w;
     for &i in data.draws(1).iter().take(64) {
         let (id, payload) = &data.rows[i];
         let set = ours::rows(rt, e, &sql_line(d.select, json!([id])));
@@ -180,20 +305,27 @@ fn verify<E: Executor, R: RawSql>(rt: &Runtime, d: &Dialect, e: &E, raw: &R, dat
     assert!(ids.into_iter().eq(want.iter()), "raw scan order");
 }
 
-fn point_select<E: Executor + Sync, R: RawSql>(
-    target: &mut BenchTarget,
-    rt: &Runtime,
-    d: &Dialect,
-    e: &E,
-    raw: &R,
-    data: &Dataset,
-) {
+fn point_select<E: Executor + Sync, R: RawSql>(target: &mut BenchTarget, w: Sql<'_, E, R>) {
+    let Sql {
+        rt,
+        dialect: d,
+        ours: e,
+        raw,
+        floor,
+        data,
+    } = w;
     let draws = data.draws(2);
     let draws = &draws;
     let lines: Vec<String> = draws
         .iter()
         .map(|&i| sql_line(d.select, json!([data.rows[i].0])))
         .collect();
+    let probe: Vec<String> = draws[..PROBE_STATEMENTS]
+        .iter()
+        .map(|&i| with_values(d.select, &[literal(&data.rows[i].0)]))
+        .collect();
+    check_probe(rt, e, &probe, 1);
+    let file = floor.file(d.groups[0], &probe);
     let mut g = target.group(d.groups[0]);
     for callers in [1usize, 10, 100] {
         let tier = format!("callers-{callers}");
@@ -207,18 +339,20 @@ fn point_select<E: Executor + Sync, R: RawSql>(
                 black_box(rows);
             }
         });
+        floor.bench(&mut g, &tier, &file, callers);
     }
     g.finish();
 }
 
-fn update<E: Executor + Sync, R: RawSql>(
-    target: &mut BenchTarget,
-    rt: &Runtime,
-    d: &Dialect,
-    e: &E,
-    raw: &R,
-    data: &Dataset,
-) {
+fn update<E: Executor + Sync, R: RawSql>(target: &mut BenchTarget, w: Sql<'_, E, R>) {
+    let Sql {
+        rt,
+        dialect: d,
+        ours: e,
+        raw,
+        floor,
+        data,
+    } = w;
     let draws = data.draws(3);
     let draws = &draws;
     let lines: Vec<String> = draws
@@ -233,6 +367,38 @@ fn update<E: Executor + Sync, R: RawSql>(
         .map(|k| R::payload(&Dataset::update_payload(k)))
         .collect();
     let payloads = &payloads;
+    // The probe's updates set a payload of their own on rows no other
+    // update row draws, read back after.
+    let probe_payload: Value = serde_json::from_str(PROBE_PAYLOAD).expect("probe payload");
+    let drawn: std::collections::HashSet<usize> = draws.iter().copied().collect();
+    let probe_rows: Vec<usize> = (0..data.rows.len())
+        .filter(|i| !drawn.contains(i))
+        .take(PROBE_STATEMENTS)
+        .collect();
+    let probe: Vec<String> = probe_rows
+        .iter()
+        .map(|&i| {
+            let params = (d.update_params)(&data.rows[i].0, &probe_payload);
+            let values: Vec<String> = params
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|v| match v {
+                            Value::String(text) if *text != probe_payload.to_string() => {
+                                literal(text)
+                            }
+                            // The payload as JSON text with a space after
+                            // each colon: pgbench reads `:name` as a variable.
+                            _ => literal(PROBE_PAYLOAD),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            with_values(d.update, &values)
+        })
+        .collect();
+    let file = floor.file(d.groups[1], &probe);
+    floor.ran.store(false, Ordering::Relaxed);
     let mut g = target.group(d.groups[1]);
     // Whether the raw rows ran: a filtered run (`-- appview`, say) that
     // skipped them has no update to read back.
@@ -253,8 +419,16 @@ fn update<E: Executor + Sync, R: RawSql>(
                 black_box(n);
             }
         });
+        floor.bench(&mut g, &tier, &file, callers);
     }
     g.finish();
+    // The probe's statements updated their rows (when its rows ran).
+    if floor.ran.load(Ordering::Relaxed) {
+        let id = &data.rows[probe_rows[0]].0;
+        let set = ours::rows(rt, e, &sql_line(d.select, json!([id])));
+        let record: Value = serde_json::from_str(&set.records[0]).expect("json record");
+        assert_eq!(payload_json(&record["payload"]), probe_payload);
+    }
     // Every update landed on a row: one drawn id reads back an update payload.
     if !updated.load(Ordering::Relaxed) {
         return;
@@ -267,14 +441,15 @@ fn update<E: Executor + Sync, R: RawSql>(
     );
 }
 
-fn scan<E: Executor + Sync, R: RawSql>(
-    target: &mut BenchTarget,
-    rt: &Runtime,
-    d: &Dialect,
-    e: &E,
-    raw: &R,
-    data: &Dataset,
-) {
+fn scan<E: Executor + Sync, R: RawSql>(target: &mut BenchTarget, w: Sql<'_, E, R>) {
+    let Sql {
+        rt,
+        dialect: d,
+        ours: e,
+        raw,
+        floor,
+        data,
+    } = w;
     let mut g = target.group(d.groups[2]);
     for rows in [100usize, 1000] {
         let starts = data.scan_starts(rows, 4 + rows as u64);
@@ -283,6 +458,12 @@ fn scan<E: Executor + Sync, R: RawSql>(
             .map(|&s| sql_line(d.scan, json!([data.sorted_ids[s], rows])))
             .collect();
         let tier = format!("rows-{rows}");
+        let probe: Vec<String> = starts[..PROBE_STATEMENTS]
+            .iter()
+            .map(|&s| with_values(d.scan, &[literal(&data.sorted_ids[s]), rows.to_string()]))
+            .collect();
+        check_probe(rt, e, &probe, rows);
+        let file = floor.file(&format!("{}-{rows}", d.groups[2]), &probe);
         g.throughput(Throughput::Elements(rows as u64));
         let mut k = 0usize;
         g.bench("ours", &tier, |b| {
@@ -307,6 +488,7 @@ fn scan<E: Executor + Sync, R: RawSql>(
             .block_on(raw.scan(&data.sorted_ids[starts[0]], rows))
             .expect("scan");
         assert_eq!(got.len(), rows);
+        floor.bench(&mut g, &tier, &file, 1);
     }
     g.finish();
 }

@@ -269,7 +269,10 @@ pub fn run_from_row(row: &Row<'_>) -> Result<FlowRun> {
 /// cached statements keep their plan instead of being prepared again for
 /// each new parameter value.
 fn stable_plans(conn: &Connection) -> Result<()> {
-    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
     Ok(())
 }
 
