@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
 use crate::live::{Dataset, run_name, unavailable};
-use crate::sql_workload::{self, Dialect, Floor, RawSql, Sql};
+use crate::sql_workload::{self, Dialect, Floor, Op, RawSql, Sql};
 
 pub const GROUPS: [&str; 3] = [
     "live.mysql_point_select",
@@ -25,10 +25,20 @@ const SELECT: &str = "SELECT id, payload FROM gateway_bench WHERE id = ?";
 const UPDATE: &str = "UPDATE gateway_bench SET payload = ? WHERE id = ?";
 const SCAN: &str = "SELECT id, payload FROM gateway_bench WHERE id >= ? ORDER BY id LIMIT ?";
 
+/// The group of `op`.
+fn group(target: &mut BenchTarget, op: Op) -> benches::Group<'_> {
+    match op {
+        Op::PointSelect => target.group("live.mysql_point_select"),
+        Op::Update => target.group("live.mysql_update"),
+        Op::Scan => target.group("live.mysql_scan"),
+    }
+}
+
 /// MariaDB's statements of the workload (its JSON type is text: payloads
 /// are bound as their JSON text).
 pub const DIALECT: Dialect = Dialect {
     groups: GROUPS,
+    open: group,
     create: "CREATE TABLE gateway_bench (id VARCHAR(128) PRIMARY KEY, payload JSON NOT NULL)",
     select: SELECT,
     update: UPDATE,

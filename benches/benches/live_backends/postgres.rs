@@ -14,16 +14,26 @@ use tokio_postgres::{Client, NoTls, Statement};
 
 use crate::live::{Dataset, run_name, sql_line, unavailable};
 use crate::ours;
-use crate::sql_workload::{self, Dialect, Floor, PROBE_STATEMENTS, RawSql, Sql};
+use crate::sql_workload::{self, Dialect, Floor, Op, PROBE_STATEMENTS, RawSql, Sql};
 
 pub const GROUPS: [&str; 3] = ["live.pg_point_select", "live.pg_update", "live.pg_scan"];
 const SELECT: &str = "SELECT id, payload FROM gateway_bench WHERE id = $1";
 const UPDATE: &str = "UPDATE gateway_bench SET payload = $2 WHERE id = $1";
 const SCAN: &str = "SELECT id, payload FROM gateway_bench WHERE id >= $1 ORDER BY id LIMIT $2";
 
+/// The group of `op`.
+fn group(target: &mut BenchTarget, op: Op) -> benches::Group<'_> {
+    match op {
+        Op::PointSelect => target.group("live.pg_point_select"),
+        Op::Update => target.group("live.pg_update"),
+        Op::Scan => target.group("live.pg_scan"),
+    }
+}
+
 /// PostgreSQL's statements of the workload.
 pub const DIALECT: Dialect = Dialect {
     groups: GROUPS,
+    open: group,
     create: "CREATE TABLE gateway_bench (id text PRIMARY KEY, payload jsonb NOT NULL)",
     select: SELECT,
     update: UPDATE,

@@ -36,11 +36,22 @@ use tokio::runtime::Runtime;
 use crate::live::{Dataset, sql_line};
 use crate::ours;
 
+/// The workload's three groups.
+#[derive(Debug, Clone, Copy)]
+pub enum Op {
+    PointSelect,
+    Update,
+    Scan,
+}
+
 /// What a SQL backend's workload differs in: its statements' dialect and
 /// its group names.
 pub struct Dialect {
     /// `live.<backend>_point_select`, `_update`, `_scan`.
     pub groups: [&'static str; 3],
+    /// Opens the group of an operation (literal names: the registry test
+    /// reads them).
+    pub open: for<'t> fn(&'t mut BenchTarget, Op) -> benches::Group<'t>,
     /// The seeded table (`id`, `payload`), created before the seed.
     pub create: &'static str,
     /// One id's row: `id`, `payload`.
@@ -326,7 +337,7 @@ fn point_select<E: Executor + Sync, R: RawSql>(target: &mut BenchTarget, w: Sql<
         .collect();
     check_probe(rt, e, &probe, 1);
     let file = floor.file(d.groups[0], &probe);
-    let mut g = target.group(d.groups[0]);
+    let mut g = (d.open)(target, Op::PointSelect);
     for callers in [1usize, 10, 100] {
         let tier = format!("callers-{callers}");
         ours::bench_lines(&mut g, &tier, callers, rt, e, &lines);
@@ -399,7 +410,7 @@ fn update<E: Executor + Sync, R: RawSql>(target: &mut BenchTarget, w: Sql<'_, E,
         .collect();
     let file = floor.file(d.groups[1], &probe);
     floor.ran.store(false, Ordering::Relaxed);
-    let mut g = target.group(d.groups[1]);
+    let mut g = (d.open)(target, Op::Update);
     // Whether the raw rows ran: a filtered run (`-- appview`, say) that
     // skipped them has no update to read back.
     let updated = AtomicBool::new(false);
@@ -450,7 +461,7 @@ fn scan<E: Executor + Sync, R: RawSql>(target: &mut BenchTarget, w: Sql<'_, E, R
         floor,
         data,
     } = w;
-    let mut g = target.group(d.groups[2]);
+    let mut g = (d.open)(target, Op::Scan);
     for rows in [100usize, 1000] {
         let starts = data.scan_starts(rows, 4 + rows as u64);
         let lines: Vec<String> = starts
