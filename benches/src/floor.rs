@@ -28,6 +28,12 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
+/// Operations a tool's run does at the least: the tools report a rate at
+/// millisecond resolution, so a run of a few operations would measure
+/// their clock's grain. A row asking for fewer gets its time at the rate
+/// of this many.
+pub const MIN_OPS: u64 = 2_000;
+
 /// Whether a missing tool must fail the run (`BENCH_REQUIRE_LIVE=1`).
 pub fn required() -> bool {
     std::env::var("BENCH_REQUIRE_LIVE").is_ok_and(|v| v == "1")
@@ -202,7 +208,7 @@ fn at_rate(ops: u64, rate: f64) -> Duration {
 /// `script` (one statement per line, `statements` of them) in prepared
 /// mode, enough transactions for `iters` statements; returns the wall time
 /// of `iters` statements at the rate pgbench measured without its
-/// connection time.
+/// connection time (at least [`MIN_OPS`] statements are run).
 ///
 /// # Errors
 /// No `pgbench`, or it failed, reported failed transactions or no rate.
@@ -214,7 +220,10 @@ pub fn pgbench(
     iters: u64,
 ) -> Result<Duration, String> {
     let tool = find("pgbench")?;
-    let per_client = iters.div_ceil(statements * clients as u64).max(1);
+    let per_client = iters
+        .max(MIN_OPS)
+        .div_ceil(statements * clients as u64)
+        .max(1);
     let threads = clients.min(2);
     let out = output(
         Command::new(tool)
@@ -235,7 +244,7 @@ pub fn pgbench(
 }
 
 /// `redis-benchmark` against `host`:`port`: `clients` connections, no
-/// pipelining, `iters` requests of `command` (its `__rand_int__` replaced
+/// pipelining, `iters` (at least [`MIN_OPS`]) requests of `command` (its `__rand_int__` replaced
 /// by a 12-digit number below `keyspace`); returns the wall time of the
 /// requests at the rate it measured.
 ///
@@ -253,7 +262,12 @@ pub fn redis_benchmark(
     let out = output(
         Command::new(tool)
             .args(["-h", host, "-p", &port.to_string()])
-            .args(["-c", &clients.to_string(), "-n", &iters.max(1).to_string()])
+            .args([
+                "-c",
+                &clients.to_string(),
+                "-n",
+                &iters.max(MIN_OPS).to_string(),
+            ])
             .args(["-r", &keyspace.to_string(), "-P", "1", "--csv"])
             .args(command),
     )?;
@@ -276,7 +290,8 @@ fn csv_rate(out: &str) -> Option<f64> {
 }
 
 /// MariaDB's `mysqlslap` on schema `database`: `clients` connections,
-/// `queries` (one statement per `;`, cycled) run about `iters` times in
+/// `queries` (one statement per `;`, cycled) run about `iters` (at least
+/// [`MIN_OPS`]) times in
 /// all; returns its time for them scaled to `iters` (it counts from all
 /// clients connected to the last query's end, at millisecond resolution,
 /// and sends each statement as text: no prepared statements).
@@ -294,7 +309,7 @@ pub fn mysqlslap(
 ) -> Result<Duration, String> {
     let tool = find("mysqlslap")?;
     // `--number-of-queries` is per client.
-    let per_client = iters.div_ceil(clients as u64).max(1);
+    let per_client = iters.max(MIN_OPS).div_ceil(clients as u64).max(1);
     let out = output(
         Command::new(tool)
             .arg(format!("--host={host}"))

@@ -78,6 +78,14 @@ pub const PROBE_STATEMENTS: usize = 64;
 /// The payload a probe's updates write.
 const PROBE_PAYLOAD: &str = r#"{"$type": "app.atbench.update", "probe": true}"#;
 
+/// [`PROBE_PAYLOAD`] as `serde_json` writes it (MariaDB's update binds it
+/// as text).
+const PROBE_PAYLOAD_JSON: &str = r#"{"$type":"app.atbench.update","probe":true}"#;
+
+/// Runs a probe's statement file from a number of connections, a number
+/// of statements in all; their wall time by the tool's clock.
+pub type ProbeRun = dyn Fn(&Path, usize, u64) -> Result<Duration, String> + Sync;
+
 /// A backend's floor probe: its mainstream client running a file of
 /// literal statements.
 pub struct Floor {
@@ -93,7 +101,7 @@ pub struct Floor {
     /// Runs the file's statements (`PROBE_STATEMENTS`, one per line, each
     /// ending in `;`) from `clients` connections, `iters` in all; returns
     /// their wall time by the tool's clock.
-    pub run: Box<dyn Fn(&Path, usize, u64) -> Result<Duration, String> + Sync>,
+    pub run: Box<ProbeRun>,
     /// Whether a row of the probe ran since it was last cleared (a
     /// filtered run may skip them).
     pub ran: AtomicBool,
@@ -395,9 +403,7 @@ fn update<E: Executor + Sync, R: RawSql>(target: &mut BenchTarget, w: Sql<'_, E,
                 .map(|a| {
                     a.iter()
                         .map(|v| match v {
-                            Value::String(text) if *text != probe_payload.to_string() => {
-                                literal(text)
-                            }
+                            Value::String(text) if *text != PROBE_PAYLOAD_JSON => literal(text),
                             // The payload as JSON text with a space after
                             // each colon: pgbench reads `:name` as a variable.
                             _ => literal(PROBE_PAYLOAD),
