@@ -53,10 +53,6 @@ pub const DIALECT: Dialect = Dialect {
 /// checkout, the statement from the connection's cache.
 struct Raw(Pool);
 
-fn my_error(e: mysql_async::Error) -> String {
-    e.to_string()
-}
-
 impl RawSql for Raw {
     type Payload = String;
 
@@ -65,23 +61,25 @@ impl RawSql for Raw {
     }
 
     async fn select(&self, _caller: usize, id: &str) -> Result<Vec<Vec<Cell>>, String> {
-        let mut c = self.0.get_conn().await.map_err(my_error)?;
-        let rows: Vec<(String, String)> = c.exec(SELECT, (id,)).await.map_err(my_error)?;
+        let mut c = self.0.get_conn().await.map_err(|e| e.to_string())?;
+        let rows: Vec<(String, String)> = c.exec(SELECT, (id,)).await.map_err(|e| e.to_string())?;
         Ok(cells(rows))
     }
 
     async fn update(&self, _caller: usize, id: &str, payload: &String) -> Result<u64, String> {
-        let mut c = self.0.get_conn().await.map_err(my_error)?;
-        c.exec_drop(UPDATE, (payload, id)).await.map_err(my_error)?;
+        let mut c = self.0.get_conn().await.map_err(|e| e.to_string())?;
+        c.exec_drop(UPDATE, (payload, id))
+            .await
+            .map_err(|e| e.to_string())?;
         Ok(c.affected_rows())
     }
 
     async fn scan(&self, start: &str, limit: usize) -> Result<Vec<Vec<Cell>>, String> {
-        let mut c = self.0.get_conn().await.map_err(my_error)?;
+        let mut c = self.0.get_conn().await.map_err(|e| e.to_string())?;
         let rows: Vec<(String, String)> = c
             .exec(SCAN, (start, limit as u64))
             .await
-            .map_err(my_error)?;
+            .map_err(|e| e.to_string())?;
         Ok(cells(rows))
     }
 }

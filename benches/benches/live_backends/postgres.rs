@@ -61,10 +61,6 @@ impl Raw {
     }
 }
 
-fn pg_error(e: tokio_postgres::Error) -> String {
-    e.to_string()
-}
-
 impl RawSql for Raw {
     type Payload = Value;
 
@@ -74,7 +70,11 @@ impl RawSql for Raw {
 
     async fn select(&self, caller: usize, id: &str) -> Result<Vec<Vec<Cell>>, String> {
         let c = self.conn(caller);
-        let rows = c.client.query(&c.select, &[&id]).await.map_err(pg_error)?;
+        let rows = c
+            .client
+            .query(&c.select, &[&id])
+            .await
+            .map_err(|e| e.to_string())?;
         Ok(cells(&rows))
     }
 
@@ -83,7 +83,7 @@ impl RawSql for Raw {
         c.client
             .execute(&c.update, &[&id, payload])
             .await
-            .map_err(pg_error)
+            .map_err(|e| e.to_string())
     }
 
     async fn scan(&self, start: &str, limit: usize) -> Result<Vec<Vec<Cell>>, String> {
@@ -93,7 +93,7 @@ impl RawSql for Raw {
             .client
             .query(&c.scan, &[&start, &limit])
             .await
-            .map_err(pg_error)?;
+            .map_err(|e| e.to_string())?;
         Ok(cells(&rows))
     }
 }

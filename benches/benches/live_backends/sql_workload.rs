@@ -283,6 +283,29 @@ impl<E, R> Clone for Sql<'_, E, R> {
 
 impl<E, R> Copy for Sql<'_, E, R> {}
 
+/// A workload's parts: runtime, dialect, ours, raw, floor probe, data.
+type Parts<'a, E, R> = (
+    &'a Runtime,
+    &'a Dialect,
+    &'a E,
+    &'a R,
+    &'a Floor,
+    &'a Dataset,
+);
+
+impl<'a, E, R> Sql<'a, E, R> {
+    fn parts(self) -> Parts<'a, E, R> {
+        (
+            self.rt,
+            self.dialect,
+            self.ours,
+            self.raw,
+            self.floor,
+            self.data,
+        )
+    }
+}
+
 pub fn run<E: Executor + Sync, R: RawSql>(target: &mut BenchTarget, w: Sql<'_, E, R>) {
     verify(w);
     point_select(target, w);
@@ -293,14 +316,7 @@ pub fn run<E: Executor + Sync, R: RawSql>(target: &mut BenchTarget, w: Sql<'_, E
 /// Outside the timing: ours and raw return the seeded row for a sample of
 /// ids, and a scan returns its rows in id order on both.
 fn verify<E: Executor, R: RawSql>(w: Sql<'_, E, R>) {
-    let Sql {
-        rt,
-        dialect: d,
-        ours: e,
-        raw,
-        data,
-        ..
-    } = w;
+    let (rt, d, e, raw, _, data) = w.parts();
     for &i in data.draws(1).iter().take(64) {
         let (id, payload) = &data.rows[i];
         let set = ours::rows(rt, e, &sql_line(d.select, json!([id])));
@@ -325,14 +341,7 @@ fn verify<E: Executor, R: RawSql>(w: Sql<'_, E, R>) {
 }
 
 fn point_select<E: Executor + Sync, R: RawSql>(target: &mut BenchTarget, w: Sql<'_, E, R>) {
-    let Sql {
-        rt,
-        dialect: d,
-        ours: e,
-        raw,
-        floor,
-        data,
-    } = w;
+    let (rt, d, e, raw, floor, data) = w.parts();
     let draws = data.draws(2);
     let draws = &draws;
     let lines: Vec<String> = draws
@@ -364,14 +373,7 @@ fn point_select<E: Executor + Sync, R: RawSql>(target: &mut BenchTarget, w: Sql<
 }
 
 fn update<E: Executor + Sync, R: RawSql>(target: &mut BenchTarget, w: Sql<'_, E, R>) {
-    let Sql {
-        rt,
-        dialect: d,
-        ours: e,
-        raw,
-        floor,
-        data,
-    } = w;
+    let (rt, d, e, raw, floor, data) = w.parts();
     let draws = data.draws(3);
     let draws = &draws;
     let lines: Vec<String> = draws
@@ -459,14 +461,7 @@ fn update<E: Executor + Sync, R: RawSql>(target: &mut BenchTarget, w: Sql<'_, E,
 }
 
 fn scan<E: Executor + Sync, R: RawSql>(target: &mut BenchTarget, w: Sql<'_, E, R>) {
-    let Sql {
-        rt,
-        dialect: d,
-        ours: e,
-        raw,
-        floor,
-        data,
-    } = w;
+    let (rt, d, e, raw, floor, data) = w.parts();
     let mut g = (d.open)(target, Op::Scan);
     for rows in [100usize, 1000] {
         let starts = data.scan_starts(rows, 4 + rows as u64);
