@@ -49,7 +49,7 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(20)
         .max(1);
-    eprintln!("{}", alloc_policy::apply());
+    eprintln!("{}", benches::alloc_policy::apply());
     let records: Records = datagen::hotpath::load_sample()
         .records
         .iter()
@@ -100,6 +100,3 @@ fn main() {
         }
     }
 }
-
-#[path = "../benches/hotpath/alloc_policy.rs"]
-mod alloc_policy;

@@ -22,6 +22,7 @@ use std::cell::Cell;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use benches::convert_inputs::{merge_inputs, record_table};
 use convert::prost_types::Struct;
 use convert::prost_types::value::Kind;
 use serde_json::{Map, Value};
@@ -505,7 +506,3 @@ fn payload_of(row: &Struct) -> Option<&str> {
         _ => None,
     }
 }
-
-#[path = "../benches/hotpath/fixtures.rs"]
-mod fixtures;
-use fixtures::{merge_inputs, record_table};

@@ -12,19 +12,19 @@
 //! - `calibrate.sha256/sha2/1MiB`: SHA-256 through `sha2` (SHA-NI where the
 //!   CPU has it), the hashing the repo and store rows lean on.
 //!
+//! This module holds the kernels and their data; `BenchTarget::finish`
+//! opens the `calibrate.*` groups and runs them.
+//!
 //! `scripts/bench_snapshot.py` records their medians in the machine
 //! fingerprint (a baseline must be within 10 % on every shared kernel) and
 //! divides "Δ vs calibration" by the kernel a group names in `units.toml`.
 
-use std::hint::black_box;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use criterion::Throughput;
 use sha2::{Digest, Sha256};
 
 use crate::config::Preset;
-use crate::target::{BenchTarget, Group};
 
 /// Size of the buffer the integer loop mixes and SHA-256 hashes.
 pub const LEN: usize = 1 << 20;
@@ -83,97 +83,38 @@ pub fn walk(next: &[u32], start: u32, hops: usize) -> u32 {
 }
 
 /// The walk table, built once per process (it takes a moment at 256 MiB).
-fn table() -> &'static [u32] {
+pub fn table() -> &'static [u32] {
     static TABLE: OnceLock<Vec<u32>> = OnceLock::new();
     TABLE.get_or_init(|| walk_table(WALK_BYTES / 4))
 }
 
-/// The kernels' shorter times and `throughput` on an opened group (the
-/// kernels together must stay a small part of a target's run).
-fn tune(group: &mut Group<'_>, preset: Preset, throughput: Throughput) {
-    let (warm_up, measurement) = match preset {
-        Preset::Full => (Duration::from_millis(500), Duration::from_millis(2000)),
-        Preset::Quick => (Duration::from_millis(100), Duration::from_millis(400)),
-    };
-    group
-        .criterion()
-        .warm_up_time(warm_up)
-        .measurement_time(measurement);
-    group.throughput(throughput);
+/// The streaming copy's source: [`input`] repeated to [`COPY_BYTES`].
+pub fn copy_source(data: &[u8]) -> Vec<u8> {
+    data.iter().copied().cycle().take(COPY_BYTES).collect()
 }
 
-/// Registers and runs every calibration kernel.
-pub fn run(target: &mut BenchTarget) {
-    let preset = target.preset();
-    let data = input();
+/// SHA-256 of `data` through `sha2`.
+pub fn sha256(data: &[u8]) -> [u8; 32] {
+    Sha256::digest(data).into()
+}
 
-    let expected = mix(&data);
-    assert_eq!(
-        mix(&data),
-        expected,
-        "calibration loop is not deterministic"
-    );
-    let mut group = target.group("calibrate.cpu");
-    group.throughput(Throughput::Bytes(LEN as u64));
-    group.bench("fixed", "1MiB", |b| {
-        b.iter(|| {
-            let h = mix(black_box(&data));
-            debug_assert_eq!(h, expected);
-            h
-        })
-    });
-    group.finish();
-
-    let next = table();
-    let end = walk(next, 0, HOPS);
-    // A cycle through every slot: the walk never lands back on 0 early.
-    assert_ne!(end, 0, "the walk table is not one cycle");
-    let mut group = target.group("calibrate.memory_latency");
-    tune(&mut group, preset, Throughput::Elements(HOPS as u64));
-    group.bench("walk", "256MiB", |b| {
-        b.iter(|| {
-            let at = walk(black_box(next), black_box(0), HOPS);
-            debug_assert_eq!(at, end);
-            at
-        })
-    });
-    group.finish();
-
-    let source: Vec<u8> = data.iter().copied().cycle().take(COPY_BYTES).collect();
-    let mut destination = vec![0u8; COPY_BYTES];
-    // Verified here, outside the timing: a filtered run may skip the bench.
-    destination.copy_from_slice(&source);
-    assert!(destination == source, "the streaming copy lost bytes");
-    let mut group = target.group("calibrate.copy");
-    tune(&mut group, preset, Throughput::Bytes(COPY_BYTES as u64));
-    group.criterion().sample_size(10);
-    group.bench("stream", "64MiB", |b| {
-        b.iter(|| {
-            destination.copy_from_slice(black_box(&source));
-            black_box(destination.as_ptr());
-        })
-    });
-    group.finish();
-    drop(source);
-    drop(destination);
-
-    let digest = Sha256::digest(&data);
-    // Checked outside the timing against the same bytes fed in pieces.
+/// SHA-256 of `data` fed in 4 KiB pieces (the check of [`sha256`]).
+pub fn sha256_in_pieces(data: &[u8]) -> [u8; 32] {
     let mut pieces = Sha256::new();
     for chunk in data.chunks(4096) {
         pieces.update(chunk);
     }
-    assert_eq!(pieces.finalize(), digest, "sha2 disagrees with itself");
-    let mut group = target.group("calibrate.sha256");
-    tune(&mut group, preset, Throughput::Bytes(LEN as u64));
-    group.bench("sha2", "1MiB", |b| {
-        b.iter(|| {
-            let got = Sha256::digest(black_box(&data));
-            debug_assert_eq!(got, digest);
-            got
-        })
-    });
-    group.finish();
+    pieces.finalize().into()
+}
+
+/// Warm-up and measurement times of the memory, copy and sha kernels
+/// under `preset` (shorter than the rows': the kernels together must stay
+/// a small part of a target's run).
+pub fn times(preset: Preset) -> (Duration, Duration) {
+    match preset {
+        Preset::Full => (Duration::from_millis(500), Duration::from_millis(2000)),
+        Preset::Quick => (Duration::from_millis(100), Duration::from_millis(400)),
+    }
 }
 
 #[cfg(test)]

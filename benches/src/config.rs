@@ -3,9 +3,44 @@
 //! cut Criterion's bootstrap resamples from 100 000, which on two cores costs
 //! more than many of the measurements themselves.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use criterion::Criterion;
+
+/// What kind of invocation this is, read once from the command line: the
+/// one place that knows how Criterion spells a smoke run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Invocation {
+    /// `--test`: every benchmark runs once, nothing is recorded (CI's
+    /// smoke run of every target).
+    smoke: bool,
+    /// `--list`: benchmarks are named, none runs.
+    list: bool,
+}
+
+fn invocation() -> Invocation {
+    static ONCE: OnceLock<Invocation> = OnceLock::new();
+    *ONCE.get_or_init(|| {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        Invocation {
+            smoke: args.iter().any(|a| a == "--test"),
+            list: args.iter().any(|a| a == "--list"),
+        }
+    })
+}
+
+/// Whether this is Criterion's smoke run (`--test`): each benchmark runs
+/// once and records nothing, so fixtures may be sized down and sidecar
+/// files are not written.
+pub fn is_smoke() -> bool {
+    invocation().smoke
+}
+
+/// Whether this run only lists the benchmarks (`--list`).
+pub fn is_listing() -> bool {
+    invocation().list
+}
 
 /// Which preset this run uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

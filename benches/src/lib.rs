@@ -10,10 +10,17 @@
 //! - [`callers`]: the concurrent-callers runner: N threads, per-operation
 //!   latency in an HDR histogram, fed to Criterion through `iter_custom`,
 //!   with a sidecar `target/atbench/latency/<id>.json`.
+//! - [`appview`]: the read-pattern groups, queries, checks and tiers that
+//!   `--bench appview` and `--bench live_backends` share.
+//! - [`convert_inputs`], [`alloc_policy`]: the convert inputs and allocator
+//!   policy `--bench hotpath` shares with its examples.
 //! - [`calibrate`]: the calibration kernels (integer, memory latency, copy,
-//!   sha-256), each its own `calibrate.*` id, that run
-//!   with every target, so a snapshot can tell a slower machine from a
+//!   sha-256), each its own `calibrate.*` id, that
+//!   [`target::BenchTarget::finish`] runs with every target, so a snapshot can tell a slower machine from a
 //!   slower code path.
+//! - [`floor`]: the floor probes, a baseline's statement through an
+//!   independent client (python's sqlite3, pgbench, redis-benchmark,
+//!   mysqlslap) as an adjacent row of the baseline's group.
 //! - [`inputs`]: inputs more than one target builds the same way (and those
 //!   a target shares with its peer).
 //! - [`corpus`]: the real records, frames and keys of the vendored corpus.
@@ -22,10 +29,14 @@
 //! - [`sidecar`]: where the harness writes what Criterion does not record
 //!   (latency percentiles, run context) for `scripts/bench_snapshot.py`.
 
+pub mod alloc_policy;
+pub mod appview;
 pub mod calibrate;
 pub mod callers;
 pub mod config;
+pub mod convert_inputs;
 pub mod corpus;
+pub mod floor;
 pub mod inputs;
 #[cfg(feature = "bench-internals")]
 pub mod peers;

@@ -54,6 +54,14 @@ pub struct GroupSpec {
     /// work as, and how it differs.
     #[serde(default)]
     pub peers: BTreeMap<String, PeerSpec>,
+    /// Floor probes: for a baseline implementation (in `compare`), the
+    /// implementation of its probe rows in the same group and tiers: the
+    /// same statement on the same data through an independent mainstream
+    /// client (`python-sqlite3`, `pgbench`, ...). A probe row is adjacent,
+    /// never compared (so it is not in `compare`); the baseline should come
+    /// within 1.5x of it or its unit says why not.
+    #[serde(default)]
+    pub floor_probes: BTreeMap<String, String>,
 }
 
 /// One peer of a group.
@@ -129,6 +137,20 @@ impl Registry {
                 }) {
                     return Err(format!(
                         "units.toml: group {name:?}: peer {peer:?} is the same unit as {missing:?}, which is not in compare"
+                    ));
+                }
+            }
+            for (baseline, probe) in &spec.floor_probes {
+                if !spec.compare.contains(baseline) {
+                    return Err(format!(
+                        "units.toml: group {name:?}: floor probe of {baseline:?}, which is not in compare"
+                    ));
+                }
+                check_implementation(probe)
+                    .map_err(|e| format!("units.toml: group {name:?}: floor probe: {e}"))?;
+                if spec.compare.contains(probe) {
+                    return Err(format!(
+                        "units.toml: group {name:?}: floor probe {probe:?} is in compare (a probe is adjacent, not compared)"
                     ));
                 }
             }

@@ -2,7 +2,8 @@
 //! `<target dir>/atbench/`, for `scripts/bench_snapshot.py` to merge:
 //! `latency/<id>.json` (percentiles of concurrent runs) and
 //! `context/<name>.json` (facts about the run: data source, backends,
-//! storage PRAGMAs).
+//! storage PRAGMAs). It also owns each target's scratch directory
+//! ([`scratch_dir`]), where the databases and files a target builds go.
 
 use std::path::PathBuf;
 
@@ -37,4 +38,23 @@ pub fn write(kind: &str, stem: &str, value: &serde_json::Value) {
 /// Records a fact about this run (merged into the snapshot's `context`).
 pub fn context(name: &str, value: serde_json::Value) {
     write("context", name, &value);
+}
+
+/// A fresh scratch directory for target `target`'s files, removed on drop:
+/// a temp dir named `<target>-…` under `BENCH_DIR` when set, else under
+/// `<atbench>/<target>-tmp` (same disk as the build, not a tmpfs).
+///
+/// # Panics
+/// When the directory cannot be created: a target without its files
+/// measures nothing.
+pub fn scratch_dir(target: &str) -> tempfile::TempDir {
+    let base = std::env::var_os("BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| atbench_dir().join(format!("{target}-tmp")));
+    std::fs::create_dir_all(&base)
+        .unwrap_or_else(|e| panic!("cannot create bench dir {}: {e}", base.display()));
+    tempfile::Builder::new()
+        .prefix(&format!("{target}-"))
+        .tempdir_in(&base)
+        .unwrap_or_else(|e| panic!("cannot create a temp dir in {}: {e}", base.display()))
 }

@@ -12,10 +12,12 @@
 //! ```
 
 use std::collections::BTreeSet;
+use std::hint::black_box;
 
 use criterion::measurement::WallTime;
 use criterion::{Bencher, BenchmarkGroup, BenchmarkId, Criterion, Throughput};
 
+use crate::calibrate;
 use crate::config::{self, Preset};
 use crate::registry::{self, GroupSpec, Registry, ThroughputKind};
 
@@ -89,6 +91,55 @@ fn is_filtered(args: &[String]) -> bool {
     !filters(args).is_empty() || args.iter().any(|a| a == "--skip" || a == "--exact")
 }
 
+/// Whether Criterion filter `filter` (a regex searched anywhere in an id,
+/// or the whole id under `--exact`) can select an id of `group`, whose
+/// implementations are `implementations`; `registry` names every group of
+/// every target. Conservative: `false` only when no id of the group can
+/// match, so a target may skip building the group's fixtures.
+///
+/// Each `|` alternative is read on its own: one whose text has a `/`
+/// selects the group when its part before the first `/` matches the group
+/// name; one without matches the group or `<group>/<implementation>`, and
+/// one that matches neither, nor any other group or implementation of the
+/// registry, may be a tier (`callers-10`), so every group keeps it (and so
+/// does a probe group, whose implementations the registry does not list,
+/// unless the alternative names another group).
+fn may_select(
+    filter: &str,
+    exact: bool,
+    group: &str,
+    implementations: &[String],
+    registry: &Registry,
+) -> bool {
+    if exact {
+        return filter == group || filter.starts_with(&format!("{group}/"));
+    }
+    filter.split('|').any(|alternative| {
+        let compiled = |text: &str| regex::Regex::new(text).ok();
+        if let Some((head, _)) = alternative.split_once('/') {
+            return compiled(head).is_none_or(|re| re.is_match(group));
+        }
+        let Some(re) = compiled(alternative) else {
+            return true;
+        };
+        let names = |g: &str, impls: &[String]| {
+            re.is_match(g) || impls.iter().any(|i| re.is_match(&format!("{g}/{i}")))
+        };
+        if names(group, implementations) {
+            return true;
+        }
+        // A probe group lists no implementations: only a filter naming
+        // another group (a `.` in it) rules it out.
+        if implementations.is_empty() {
+            return !(alternative.contains('.') && registry.groups.keys().any(|g| re.is_match(g)));
+        }
+        !registry
+            .groups
+            .iter()
+            .any(|(g, spec)| names(g, &spec.compare))
+    })
+}
+
 impl BenchTarget {
     /// Starts target `name`: loads the registry, configures Criterion from
     /// the preset and the command line, prints the budget.
@@ -120,6 +171,33 @@ impl BenchTarget {
     /// The preset this run uses (for sizing fixtures).
     pub fn preset(&self) -> Preset {
         self.preset
+    }
+
+    /// Whether this is Criterion's smoke run (`--test`): each benchmark
+    /// runs once, so fixtures may be sized down.
+    pub fn is_smoke(&self) -> bool {
+        config::is_smoke()
+    }
+
+    /// Whether the command line's filters can select a benchmark of
+    /// registered group `name`: a target skips building the fixtures of a
+    /// group that cannot run (Criterion still applies the filters itself).
+    pub fn may_run(&self, name: &str) -> bool {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let found = filters(&args);
+        if found.is_empty() {
+            return true;
+        }
+        let exact = args.iter().any(|a| a == "--exact");
+        let implementations = self
+            .registry
+            .groups
+            .get(name)
+            .map(|spec| spec.compare.as_slice())
+            .unwrap_or_default();
+        found
+            .iter()
+            .any(|f| may_select(f, exact, name, implementations, &self.registry))
     }
 
     /// The groups this run has opened so far, in name order (what a peer
@@ -196,7 +274,7 @@ impl BenchTarget {
     /// # Panics
     /// When a registered group of this target never ran: its entry is stale.
     pub fn finish(mut self) {
-        crate::calibrate::run(&mut self);
+        self.calibrate();
         let args: Vec<String> = std::env::args().skip(1).collect();
         if !is_filtered(&args) {
             let stale: Vec<&str> = self
@@ -211,6 +289,83 @@ impl BenchTarget {
             );
         }
         self.criterion.final_summary();
+    }
+
+    /// Opens the `calibrate.*` groups and runs their kernels
+    /// ([`calibrate`]), each result checked outside the timing.
+    fn calibrate(&mut self) {
+        let (warm_up, measurement) = calibrate::times(self.preset);
+        let data = calibrate::input();
+        let expected = calibrate::mix(&data);
+        assert_eq!(
+            calibrate::mix(&data),
+            expected,
+            "calibration loop is not deterministic"
+        );
+        let mut group = self.group("calibrate.cpu");
+        group.throughput(Throughput::Bytes(calibrate::LEN as u64));
+        group.bench("fixed", "1MiB", |b| {
+            b.iter(|| {
+                let h = calibrate::mix(black_box(&data));
+                debug_assert_eq!(h, expected);
+                h
+            })
+        });
+        group.finish();
+
+        let next = calibrate::table();
+        let end = calibrate::walk(next, 0, calibrate::HOPS);
+        // A cycle through every slot: the walk never lands back on 0 early.
+        assert_ne!(end, 0, "the walk table is not one cycle");
+        let mut group = self.group("calibrate.memory_latency");
+        group.timed(warm_up, measurement);
+        group.throughput(Throughput::Elements(calibrate::HOPS as u64));
+        group.bench("walk", "256MiB", |b| {
+            b.iter(|| {
+                let at = calibrate::walk(black_box(next), black_box(0), calibrate::HOPS);
+                debug_assert_eq!(at, end);
+                at
+            })
+        });
+        group.finish();
+
+        let source = calibrate::copy_source(&data);
+        let mut destination = vec![0u8; calibrate::COPY_BYTES];
+        // Verified here, outside the timing: a filtered run may skip the bench.
+        destination.copy_from_slice(&source);
+        assert!(destination == source, "the streaming copy lost bytes");
+        let mut group = self.group("calibrate.copy");
+        group.timed(warm_up, measurement);
+        group.throughput(Throughput::Bytes(calibrate::COPY_BYTES as u64));
+        group.criterion().sample_size(10);
+        group.bench("stream", "64MiB", |b| {
+            b.iter(|| {
+                destination.copy_from_slice(black_box(&source));
+                black_box(destination.as_ptr());
+            })
+        });
+        group.finish();
+        drop(source);
+        drop(destination);
+
+        let digest = calibrate::sha256(&data);
+        // Checked outside the timing against the same bytes fed in pieces.
+        assert_eq!(
+            calibrate::sha256_in_pieces(&data),
+            digest,
+            "sha2 disagrees with itself"
+        );
+        let mut group = self.group("calibrate.sha256");
+        group.timed(warm_up, measurement);
+        group.throughput(Throughput::Bytes(calibrate::LEN as u64));
+        group.bench("sha2", "1MiB", |b| {
+            b.iter(|| {
+                let got = calibrate::sha256(black_box(&data));
+                debug_assert_eq!(got, digest);
+                got
+            })
+        });
+        group.finish();
     }
 }
 
@@ -246,6 +401,18 @@ impl<'a> Group<'a> {
     /// The Criterion group, for per-group tuning (sample size, times).
     pub fn criterion(&mut self) -> &mut BenchmarkGroup<'a, WallTime> {
         &mut self.inner
+    }
+
+    /// Sets the group's warm-up and measurement times.
+    pub fn timed(
+        &mut self,
+        warm_up: std::time::Duration,
+        measurement: std::time::Duration,
+    ) -> &mut Self {
+        self.inner
+            .warm_up_time(warm_up)
+            .measurement_time(measurement);
+        self
     }
 
     /// The full id of `implementation` at `tier` (tier may be empty).
@@ -296,7 +463,7 @@ impl<'a> Group<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::is_filtered;
+    use super::{Registry, is_filtered, may_select};
 
     fn args(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
@@ -309,5 +476,52 @@ mod tests {
         assert!(!is_filtered(&args(&["--save-baseline", "main", "--bench"])));
         assert!(is_filtered(&args(&["--bench", "codec.crc32"])));
         assert!(is_filtered(&args(&["--bench", "--skip", "x"])));
+    }
+
+    #[test]
+    fn filters_select_the_groups_they_can_match() {
+        let registry = Registry::load().expect("units.toml");
+        let impls = |g: &str| registry.groups[g].compare.clone();
+        let route = impls("xrpc.route");
+        let sel = |f: &str, g: &str, i: &[String]| may_select(f, false, g, i, &registry);
+        // A group, an implementation, a whole id, a regex over groups.
+        assert!(sel("xrpc.route", "xrpc.route", &route));
+        assert!(sel("xrpc.route/ours/c50", "xrpc.route", &route));
+        assert!(!sel(
+            "xrpc.route/ours/c50",
+            "xrpc.write",
+            &impls("xrpc.write")
+        ));
+        assert!(sel(
+            "xrpc\\.(route|write)",
+            "xrpc.write",
+            &impls("xrpc.write")
+        ));
+        assert!(sel("xrpc", "xrpc.firehose", &impls("xrpc.firehose")));
+        assert!(sel(".*", "xrpc.firehose", &impls("xrpc.firehose")));
+        // Another target's group selects none of this one's.
+        assert!(!sel("appview.point_lookup", "xrpc.route", &route));
+        assert!(!sel("calibrate", "xrpc.write", &impls("xrpc.write")));
+        // A probe group's implementations are not listed: a bare name keeps it.
+        assert!(sel("get_record", "xrpc.route", &route));
+        // A tier alone may be in any group.
+        assert!(sel("callers-10", "xrpc.route", &route));
+        // Alternatives are read one by one.
+        assert!(sel("appview|xrpc.route", "xrpc.route", &route));
+        // Exact ids.
+        assert!(may_select(
+            "xrpc.route/ours/c50",
+            true,
+            "xrpc.route",
+            &route,
+            &registry
+        ));
+        assert!(!may_select(
+            "xrpc.route/ours/c50",
+            true,
+            "xrpc.write",
+            &route,
+            &registry
+        ));
     }
 }

@@ -83,6 +83,7 @@ fn every_opened_group_is_registered_and_nothing_is_stale() {
 
     // group -> targets that open it
     let mut opened: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut sources: Vec<(String, String)> = Vec::new();
     for file in &files {
         let source = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{e}"));
         for group in opened_groups(&source)
@@ -92,21 +93,50 @@ fn every_opened_group_is_registered_and_nothing_is_stale() {
             check_group(&group).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
             opened.entry(group).or_default().insert(target_of(file));
         }
+        sources.push((target_of(file), source));
+    }
+    // Groups the harness opens: the calibration groups (`target.rs`) for
+    // every target; those of another harness module for every target
+    // whose sources use that module (`benches::appview::group`).
+    let mut harness = Vec::new();
+    rust_files(&Path::new(ROOT).join("src"), &mut harness);
+    for file in &harness {
+        let source = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{e}"));
+        let module = file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let users: BTreeSet<String> = if module == "target" {
+            BTreeSet::from(["*".to_owned()])
+        } else {
+            let path = format!("benches::{module}::");
+            sources
+                .iter()
+                .filter(|(_, s)| s.contains(&path))
+                .map(|(t, _)| t.clone())
+                .collect()
+        };
+        for group in opened_groups(&source) {
+            check_group(&group).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            assert!(
+                !users.is_empty(),
+                "{} opens group {group} but no bench target uses benches::{module}",
+                file.display()
+            );
+            opened
+                .entry(group)
+                .or_default()
+                .extend(users.iter().cloned());
+        }
     }
     // The read patterns' groups are built from `appview::Pattern::name`
-    // (`appview/groups.rs`, which both targets compile), not spelled out.
+    // (`benches::appview::group`, which both targets use), not spelled out.
     for pattern in appview::Pattern::ALL {
         let group = format!("appview.{}", pattern.name());
         check_group(&group).unwrap_or_else(|e| panic!("{e}"));
         let targets = opened.entry(group).or_default();
         targets.insert("appview".to_owned());
         targets.insert("live_backends".to_owned());
-    }
-    // The calibration group is opened by the harness for every target.
-    let calibrate = std::fs::read_to_string(Path::new(ROOT).join("src/calibrate.rs"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    for group in opened_groups(&calibrate) {
-        opened.entry(group).or_default().insert("*".to_owned());
     }
 
     for (group, targets) in &opened {

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 THROUGHPUT_KINDS = ("bytes", "elements", "none")
-KEYS = {"target", "unit", "throughput", "compare", "probe", "calibration", "peers"}
+KEYS = {"target", "unit", "throughput", "compare", "probe", "calibration", "peers", "floor_probes"}
 LOWER = re.compile(r"[a-z0-9_.-]+")
 TIER = re.compile(r"[A-Za-z0-9_.-]+")
 

@@ -1,12 +1,12 @@
 //! The two tiers, built once and checked before anything is timed.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, RwLock};
 
 use appview::{AppView, Index, Mutation, Pattern, Query, ReadBackend, SqliteBaseline, bulk};
 use datagen::appview::Workload;
 
-use crate::lookups::Lookups;
+use benches::appview::Lookups;
 
 /// The index behind a read lock, as the live appview holds it.
 pub struct Locked(pub RwLock<Index>);
@@ -30,6 +30,8 @@ pub struct Tier {
     pub sqlite: Vec<Mutex<SqliteBaseline>>,
     /// The queries (point lookups cycle through a seeded sample).
     pub lookups: Lookups,
+    /// The baseline's database file (its floor probe opens it too).
+    pub path: PathBuf,
 }
 
 impl Tier {
@@ -99,6 +101,7 @@ pub fn build(dir: &Path) -> Fixtures {
         lookups: Lookups::new(&bulk_index, workload.now_us),
         index: Locked(RwLock::new(app.index().clone())),
         sqlite: connections(&path),
+        path,
         workload,
     };
     check(&small);
@@ -119,6 +122,7 @@ pub fn build(dir: &Path) -> Fixtures {
         lookups: Lookups::new(&index, workload.now_us),
         index: Locked(RwLock::new(index)),
         sqlite: connections(&path),
+        path,
         workload,
     };
     check(&large);

@@ -14,29 +14,12 @@
 //! every pattern's page is checked equal on both backends at both tiers,
 //! and the live index equal to one rebuilt from the repository.
 
-use std::path::PathBuf;
-
 use benches::target::{BenchTarget, Budget};
 
 mod fixtures;
-mod groups;
 mod index_ops;
-mod lookups;
 mod read;
 mod write;
-
-/// The directory the databases go to (created; removed on drop).
-fn bench_dir() -> tempfile::TempDir {
-    let base = std::env::var_os("BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| benches::sidecar::atbench_dir().join("appview-tmp"));
-    std::fs::create_dir_all(&base)
-        .unwrap_or_else(|e| panic!("cannot create bench dir {}: {e}", base.display()));
-    tempfile::Builder::new()
-        .prefix("appview-")
-        .tempdir_in(&base)
-        .unwrap_or_else(|e| panic!("cannot create a temp dir in {}: {e}", base.display()))
-}
 
 fn main() {
     let mut target = BenchTarget::new(
@@ -46,7 +29,7 @@ fn main() {
             quick_min: 1.5,
         },
     );
-    let dir = bench_dir();
+    let dir = benches::sidecar::scratch_dir("appview");
     let fx = fixtures::build(dir.path());
     benches::sidecar::context(
         "appview",

@@ -34,7 +34,7 @@ use criterion::{BatchSize, SamplingMode, Throughput};
 use datagen::hotpath::Sample;
 use serde_json::{Map, Value};
 
-use super::fixtures::{merge_inputs, record_table};
+use benches::convert_inputs::{merge_inputs, record_table};
 
 /// Records per slice in the warm-input `convert.json_to_struct` rows: about
 /// 1.5 MB of parsed input, which stays in cache from its cloning to its

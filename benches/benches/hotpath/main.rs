@@ -4,19 +4,17 @@
 //! Allocator policy: before anything else the target pins glibc's trim and
 //! mmap thresholds (`mallopt`), the same for every row, so a whole-batch
 //! iteration reuses the heap its previous iteration freed instead of
-//! page-faulting it back in; see `alloc_policy.rs`. `HOTPATH_MALLOC=default`
+//! page-faulting it back in; see `benches::alloc_policy`. `HOTPATH_MALLOC=default`
 //! runs with glibc's defaults instead.
 
 use benches::target::{BenchTarget, Budget};
 
-mod alloc_policy;
 mod codec;
 mod convert;
-mod fixtures;
 mod json_parse;
 
 fn main() {
-    let policy = alloc_policy::apply();
+    let policy = benches::alloc_policy::apply();
     let mut target = BenchTarget::new(
         "hotpath",
         Budget {

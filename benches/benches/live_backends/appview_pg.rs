@@ -7,20 +7,18 @@
 //! statements; the same index DDL and read SQL as the SQLite baseline
 //! (`appview::baseline_sql`).
 
-use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use appview::{
     Flow, FlowRun, FlowRunState, Mutation, Page, Pattern, Query, RunWithState, StateType, Uuid,
 };
-use benches::target::BenchTarget;
+use benches::appview::{LiveAppview, Tier};
+use benches::target::Group;
 use criterion::Throughput;
 use serde_json::Value;
 use tokio::runtime::Runtime;
 use tokio_postgres::{Client, NoTls, Row, Statement};
-
-use crate::appview_live::Tier;
 
 const TABLES: &str = r#"
 CREATE TABLE flow (
@@ -77,16 +75,16 @@ fn pg(sqlite: &str) -> String {
 }
 
 /// One tier's database and statements.
-pub struct TierDb {
-    pub db: String,
-    pub client: Client,
+struct TierDb {
+    db: String,
+    client: Client,
     reads: Vec<Statement>,
 }
 
 /// The PostgreSQL side.
 pub struct Pg {
     admin: Client,
-    pub tiers: Vec<TierDb>,
+    tiers: Vec<TierDb>,
 }
 
 async fn connect(url: &str) -> Result<Client, tokio_postgres::Error> {
@@ -158,7 +156,7 @@ fn read_sql(pattern: Pattern) -> String {
 }
 
 /// Answers `q` on one tier's database.
-pub async fn read(t: &TierDb, q: &Query) -> Page {
+async fn read(t: &TierDb, q: &Query) -> Page {
     let pattern = match q {
         Query::PointLookup(_) => Pattern::PointLookup,
         Query::ActiveByState => Pattern::ActiveByState,
@@ -388,8 +386,8 @@ fn pg_error(e: tokio_postgres::Error) -> String {
     }
 }
 
-/// Creates the tiers' databases, loads and checks them.
-pub fn setup(rt: &Runtime, tiers: &[Tier], context: &mut serde_json::Value) -> Result<Pg, String> {
+/// Creates the tiers' databases and loads them.
+fn setup(rt: &Runtime, tiers: &[Tier], context: &mut serde_json::Value) -> Result<Pg, String> {
     let base = gateway::SqlConfig::postgres_from_env();
     rt.block_on(async {
         let admin = connect(&base.url).await.map_err(pg_error)?;
@@ -440,33 +438,14 @@ pub fn setup(rt: &Runtime, tiers: &[Tier], context: &mut serde_json::Value) -> R
         }
         Ok::<_, String>(Pg { admin, tiers: out })
     })
-    .inspect(|pg| {
-        for (t, tier) in pg.tiers.iter().zip(tiers) {
-            tier.check("postgres", |q| rt.block_on(read(t, q)));
-        }
-    })
-    .inspect_err(|e| eprintln!("atbench: appview postgres rows skipped: {e}"))
-}
-
-/// `appview.<pattern>/postgres/<tier>`.
-pub fn bench(g: &mut benches::Group<'_>, rt: &Runtime, pg: &Pg, tier: &Tier, pattern: Pattern) {
-    let t = &pg.tiers[usize::from(tier.name != "300")];
-    g.bench("postgres", tier.name, |b| {
-        let mut i = 0usize;
-        b.iter(|| {
-            i += 1;
-            black_box(rt.block_on(read(t, &tier.query(pattern, i))))
-        })
-    });
 }
 
 /// `appview.seed_write/postgres/300`: the 300-run stream, one transaction
 /// per write (BEGIN, the prepared inserts / update, COMMIT), into fresh
 /// tables (a schema created and the statements prepared per iteration,
 /// outside the timing).
-pub fn seed_write(target: &mut BenchTarget, rt: &Runtime, pg: &Pg, tier: &Tier) {
+fn seed_write(g: &mut Group<'_>, rt: &Runtime, pg: &Pg, tier: &Tier) {
     let c = &pg.tiers[0].client;
-    let mut g = target.group("appview.seed_write");
     g.throughput(Throughput::Elements(tier.mutations.len() as u64));
     g.criterion().sample_size(10);
     g.bench("postgres", "300", |b| {
@@ -500,11 +479,10 @@ pub fn seed_write(target: &mut BenchTarget, rt: &Runtime, pg: &Pg, tier: &Tier) 
             timed
         })
     });
-    g.finish();
 }
 
 /// Drops the tiers' databases.
-pub fn teardown(rt: &Runtime, pg: Pg) {
+fn teardown(rt: &Runtime, pg: Pg) {
     let Pg { admin, tiers } = pg;
     let names: Vec<String> = tiers.iter().map(|t| t.db.clone()).collect();
     drop(tiers);
@@ -516,4 +494,27 @@ pub fn teardown(rt: &Runtime, pg: Pg) {
                 .expect("drop database");
         }
     });
+}
+
+impl LiveAppview for Pg {
+    fn setup(rt: &Runtime, tiers: &[Tier], context: &mut serde_json::Value) -> Result<Pg, String> {
+        setup(rt, tiers, context)
+    }
+
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn read(&self, rt: &Runtime, tier: usize, q: &Query) -> Page {
+        rt.block_on(read(&self.tiers[tier], q))
+    }
+
+    fn seed_write(&self, g: &mut Group<'_>, rt: &Runtime, tier: &Tier) -> bool {
+        seed_write(g, rt, self, tier);
+        true
+    }
+
+    fn teardown(self: Box<Self>, rt: &Runtime) {
+        teardown(rt, *self);
+    }
 }

@@ -9,17 +9,17 @@
 //! backends). Each tier under its own key prefix
 //! (`atbench_live_<pid>:appview:<tier>:`), deleted at the end.
 
-use std::hint::black_box;
 use std::sync::Arc;
 
 use appview::{
-    FLOW_NSID, Flow, FlowRun, FlowRunState, Page, Pattern, Query, RUN_NSID, Record, RecordRef,
-    RunWithState, STATE_NSID, decode_record, encode_record,
+    FLOW_NSID, Flow, FlowRun, FlowRunState, Page, Query, RUN_NSID, Record, RecordRef, RunWithState,
+    STATE_NSID, decode_record, encode_record,
 };
 use redis::aio::MultiplexedConnection;
 use tokio::runtime::Runtime;
 
-use crate::appview_live::Tier;
+use benches::appview::{LiveAppview, Tier};
+
 use crate::live::run_name;
 
 /// The Redis side.
@@ -141,7 +141,7 @@ async fn runs(c: &mut MultiplexedConnection, p: &str, ids: Vec<String>) -> Page 
 }
 
 /// Answers `q` under prefix `p`.
-pub async fn read(c: &mut MultiplexedConnection, p: &str, q: &Query) -> Page {
+async fn read(c: &mut MultiplexedConnection, p: &str, q: &Query) -> Page {
     match q {
         Query::PointLookup(id) => {
             let id = id.to_string();
@@ -247,48 +247,28 @@ pub async fn read(c: &mut MultiplexedConnection, p: &str, q: &Query) -> Page {
     }
 }
 
-/// Connects, loads both tiers under their prefixes and checks them.
-pub fn setup(
-    rt: &Runtime,
-    tiers: &[Tier],
-    context: &mut serde_json::Value,
-) -> Result<Redis, String> {
+/// Connects and loads every tier under its prefix.
+fn setup(rt: &Runtime, tiers: &[Tier], context: &mut serde_json::Value) -> Result<Redis, String> {
     let url = gateway::RedisConfig::from_env().url;
     let mut conn = rt
         .block_on(async {
             let client = redis::Client::open(url.as_str())?;
             client.get_multiplexed_async_connection().await
         })
-        .map_err(|e| e.to_string())
-        .inspect_err(|e| eprintln!("atbench: appview redis rows skipped: {e}"))?;
+        .map_err(|e| e.to_string())?;
     context["appview_redis_url"] = serde_json::json!(url);
     let mut prefixes = Vec::new();
     for tier in tiers {
         let p = format!("{}:appview:{}:", run_name(), tier.name);
         rt.block_on(load(&mut conn, &p, tier))
             .map_err(|e| e.to_string())?;
-        let mut c = conn.clone();
-        tier.check("redis", |q| rt.block_on(read(&mut c, &p, q)));
         prefixes.push(p);
     }
     Ok(Redis { conn, prefixes })
 }
 
-/// `appview.<pattern>/redis/<tier>`.
-pub fn bench(g: &mut benches::Group<'_>, rt: &Runtime, r: &Redis, tier: &Tier, pattern: Pattern) {
-    let p = &r.prefixes[usize::from(tier.name != "300")];
-    let mut c = r.conn.clone();
-    g.bench("redis", tier.name, |b| {
-        let mut i = 0usize;
-        b.iter(|| {
-            i += 1;
-            black_box(rt.block_on(read(&mut c, p, &tier.query(pattern, i))))
-        })
-    });
-}
-
 /// Deletes every key of both prefixes.
-pub fn teardown(rt: &Runtime, r: Redis) {
+fn teardown(rt: &Runtime, r: Redis) {
     let Redis { mut conn, prefixes } = r;
     rt.block_on(async {
         for p in prefixes {
@@ -317,4 +297,29 @@ pub fn teardown(rt: &Runtime, r: Redis) {
             }
         }
     });
+}
+
+impl LiveAppview for Redis {
+    fn setup(
+        rt: &Runtime,
+        tiers: &[Tier],
+        context: &mut serde_json::Value,
+    ) -> Result<Redis, String> {
+        setup(rt, tiers, context)
+    }
+
+    fn name(&self) -> &'static str {
+        "redis"
+    }
+
+    /// A clone of the multiplexed connection per read (an `Arc` clone:
+    /// the connection's pipeline task is shared).
+    fn read(&self, rt: &Runtime, tier: usize, q: &Query) -> Page {
+        let mut c = self.conn.clone();
+        rt.block_on(read(&mut c, &self.prefixes[tier], q))
+    }
+
+    fn teardown(self: Box<Self>, rt: &Runtime) {
+        teardown(rt, *self);
+    }
 }

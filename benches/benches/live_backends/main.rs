@@ -15,11 +15,7 @@
 
 use benches::target::{BenchTarget, Budget};
 
-#[path = "../appview/groups.rs"]
-mod appview_groups;
 mod appview_live;
-#[path = "../appview/lookups.rs"]
-mod appview_lookups;
 mod appview_pg;
 mod appview_redis;
 mod live;
@@ -28,6 +24,7 @@ mod ours;
 mod postgres;
 mod redis_kv;
 mod s3_objects;
+mod sql_workload;
 
 fn main() {
     if std::env::var("BENCH_LIVE").as_deref() != Ok("1") {
@@ -47,11 +44,26 @@ fn main() {
     let data = live::Dataset::new();
     let mut context =
         serde_json::json!({"rows": live::ROWS, "pool_size": gateway::PoolConfig::default().size});
-    postgres::run(&mut target, &rt, &data, &mut context);
-    mysql::run(&mut target, &rt, &data, &mut context);
-    redis_kv::run(&mut target, &rt, &data, &mut context);
-    s3_objects::run(&mut target, &rt, &mut context);
-    appview_live::run(&mut target, &rt, &mut context);
+    // A backend's setup (databases, seeds, the appview tiers) runs only
+    // when the command line's filters can select one of its groups.
+    let wanted = |target: &BenchTarget, groups: &[&str]| groups.iter().any(|g| target.may_run(g));
+    if wanted(&target, &postgres::GROUPS) {
+        postgres::run(&mut target, &rt, &data, &mut context);
+    }
+    if wanted(&target, &mysql::GROUPS) {
+        mysql::run(&mut target, &rt, &data, &mut context);
+    }
+    if wanted(&target, &redis_kv::GROUPS) {
+        redis_kv::run(&mut target, &rt, &data, &mut context);
+    }
+    if wanted(&target, &s3_objects::GROUPS) {
+        s3_objects::run(&mut target, &rt, &mut context);
+    }
+    let appview_groups = appview_live::groups();
+    let appview_groups: Vec<&str> = appview_groups.iter().map(String::as_str).collect();
+    if wanted(&target, &appview_groups) {
+        appview_live::run(&mut target, &rt, &mut context);
+    }
     benches::sidecar::context("live_backends", context);
     target.finish();
 }

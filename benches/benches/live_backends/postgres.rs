@@ -1,33 +1,101 @@
-//! `live.pg_*`: PostgreSQL point select, update and range scan, `ours`
-//! (the gateway's PgExecutor: line parse, pooled checkout, cached prepared
-//! statement, rows -> cells -> record set in both encodings) beside `raw`
-//! (tokio-postgres alone: one client per pool slot, the same prepared
-//! statements, rows decoded to the same cells).
+//! `live.pg_*`: the SQL workload (`sql_workload.rs`) on PostgreSQL, `ours`
+//! the gateway's PgExecutor (line parse, pooled checkout, cached prepared
+//! statement, rows -> cells -> record set in both encodings), `raw`
+//! tokio-postgres alone: one client per pool slot, the same prepared
+//! statements, rows decoded to the same cells (jsonb read as serde_json);
+//! floor probe `pgbench` (`-M prepared`, its own connections and threads).
 
-use std::hint::black_box;
-
-use benches::callers::bench_callers;
 use benches::target::BenchTarget;
 use convert::{Cell, RecordSetMode};
-use criterion::Throughput;
 use gateway::{Executor, Outcome, PgExecutor, SqlConfig};
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 use tokio_postgres::{Client, NoTls, Statement};
 
 use crate::live::{Dataset, run_name, sql_line, unavailable};
 use crate::ours;
+use crate::sql_workload::{self, Dialect, Floor, Op, PROBE_STATEMENTS, RawSql, Sql};
 
 pub const GROUPS: [&str; 3] = ["live.pg_point_select", "live.pg_update", "live.pg_scan"];
 const SELECT: &str = "SELECT id, payload FROM gateway_bench WHERE id = $1";
 const UPDATE: &str = "UPDATE gateway_bench SET payload = $2 WHERE id = $1";
 const SCAN: &str = "SELECT id, payload FROM gateway_bench WHERE id >= $1 ORDER BY id LIMIT $2";
 
-struct Raw {
+/// The group of `op`.
+fn group(target: &mut BenchTarget, op: Op) -> benches::Group<'_> {
+    match op {
+        Op::PointSelect => target.group("live.pg_point_select"),
+        Op::Update => target.group("live.pg_update"),
+        Op::Scan => target.group("live.pg_scan"),
+    }
+}
+
+/// PostgreSQL's statements of the workload.
+pub const DIALECT: Dialect = Dialect {
+    groups: GROUPS,
+    open: group,
+    create: "CREATE TABLE gateway_bench (id text PRIMARY KEY, payload jsonb NOT NULL)",
+    select: SELECT,
+    update: UPDATE,
+    scan: SCAN,
+    placeholder: |n| format!("${n}"),
+    update_params: |id, payload| json!([id, payload]),
+    payload_param: Value::clone,
+    after_seed: Some("ANALYZE gateway_bench"),
+};
+
+/// One connection of the raw client and its prepared statements.
+struct Conn {
     client: Client,
     select: Statement,
     update: Statement,
     scan: Statement,
+}
+
+/// tokio-postgres alone: one client per pool slot.
+struct Raw(Vec<Conn>);
+
+impl Raw {
+    fn conn(&self, caller: usize) -> &Conn {
+        &self.0[caller % self.0.len()]
+    }
+}
+
+impl RawSql for Raw {
+    type Payload = Value;
+
+    fn payload(payload: &Value) -> Value {
+        payload.clone()
+    }
+
+    async fn select(&self, caller: usize, id: &str) -> Result<Vec<Vec<Cell>>, String> {
+        let c = self.conn(caller);
+        let rows = c
+            .client
+            .query(&c.select, &[&id])
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(cells(&rows))
+    }
+
+    async fn update(&self, caller: usize, id: &str, payload: &Value) -> Result<u64, String> {
+        let c = self.conn(caller);
+        c.client
+            .execute(&c.update, &[&id, payload])
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn scan(&self, start: &str, limit: usize) -> Result<Vec<Vec<Cell>>, String> {
+        let c = self.conn(0);
+        let limit = i64::try_from(limit).map_err(|e| e.to_string())?;
+        let rows = c
+            .client
+            .query(&c.scan, &[&start, &limit])
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(cells(&rows))
+    }
 }
 
 fn cells(rows: &[tokio_postgres::Row]) -> Vec<Vec<Cell>> {
@@ -85,8 +153,8 @@ pub fn run(
     let config = base.with_database(&db);
     let (url, pool) = (config.url.clone(), config.pool);
     let e = PgExecutor::new(&config, RecordSetMode::JsonAndRows).expect("config");
-    seed(rt, &e, data);
-    let raw: Vec<Raw> = (0..pool.size)
+    sql_workload::seed(rt, &e, &DIALECT, data);
+    let conns: Vec<Conn> = (0..pool.size)
         .map(|_| {
             rt.block_on(async {
                 let (client, conn) = tokio_postgres::connect(&url, NoTls)
@@ -96,7 +164,7 @@ pub fn run(
                 let select = client.prepare(SELECT).await.expect("prepare");
                 let update = client.prepare(UPDATE).await.expect("prepare");
                 let scan = client.prepare(SCAN).await.expect("prepare");
-                Raw {
+                Conn {
                     client,
                     select,
                     update,
@@ -105,10 +173,27 @@ pub fn run(
             })
         })
         .collect();
-    verify(rt, &e, &raw[0], data);
-    point_select(target, rt, &e, &raw, data);
-    update(target, rt, &e, &raw, data);
-    scan(target, rt, &e, &raw, data);
+    let raw = Raw(conns);
+    let probe_url = url.clone();
+    let floor = Floor {
+        implementation: "pgbench",
+        tool: "pgbench",
+        dir: benches::sidecar::atbench_dir().join("live-floor"),
+        connections: pool.size,
+        run: Box::new(move |file, clients, iters| {
+            benches::floor::pgbench(&probe_url, file, PROBE_STATEMENTS as u64, clients, iters)
+        }),
+        ran: Default::default(),
+    };
+    let w = Sql {
+        rt,
+        dialect: &DIALECT,
+        ours: &e,
+        raw: &raw,
+        floor: &floor,
+        data,
+    };
+    sql_workload::run(target, w);
     drop(raw);
     drop(e);
     ours::run(
@@ -116,185 +201,4 @@ pub fn run(
         &admin,
         &sql_line(&format!("DROP DATABASE {db} WITH (FORCE)"), json!([])),
     );
-}
-
-fn seed(rt: &Runtime, e: &PgExecutor, data: &Dataset) {
-    ours::run(
-        rt,
-        e,
-        &sql_line(
-            "CREATE TABLE gateway_bench (id text PRIMARY KEY, payload jsonb NOT NULL)",
-            json!([]),
-        ),
-    );
-    for chunk in data.rows.chunks(500) {
-        let placeholders: Vec<String> = (0..chunk.len())
-            .map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2))
-            .collect();
-        let params: Vec<serde_json::Value> = chunk
-            .iter()
-            .flat_map(|(id, p)| [json!(id), p.clone()])
-            .collect();
-        let line = sql_line(
-            &format!(
-                "INSERT INTO gateway_bench VALUES {}",
-                placeholders.join(",")
-            ),
-            json!(params),
-        );
-        assert_eq!(
-            ours::run(rt, e, &line),
-            Outcome::Affected(chunk.len() as u64)
-        );
-    }
-    ours::run(rt, e, &sql_line("ANALYZE gateway_bench", json!([])));
-}
-
-/// Outside the timing: ours and raw return the seeded row, cell for cell,
-/// for a sample of ids, and scans return their row counts in order.
-fn verify(rt: &Runtime, e: &PgExecutor, raw: &Raw, data: &Dataset) {
-    for &i in data.draws(1).iter().take(64) {
-        let (id, payload) = &data.rows[i];
-        let set = ours::rows(rt, e, &sql_line(SELECT, json!([id])));
-        let expect = json!({"id": id, "payload": payload});
-        assert_eq!(
-            serde_json::from_str::<serde_json::Value>(&set.records[0]).expect("json"),
-            expect
-        );
-        let rows = rt
-            .block_on(raw.client.query(&raw.select, &[id]))
-            .expect("raw select");
-        assert_eq!(
-            cells(&rows),
-            [vec![Cell::Text(id.clone()), Cell::Json(payload.clone())]]
-        );
-    }
-    let start = &data.sorted_ids[100];
-    let set = ours::rows(rt, e, &sql_line(SCAN, json!([start, 1000])));
-    assert_eq!(set.records.len(), 1000);
-    let rows = rt
-        .block_on(raw.client.query(&raw.scan, &[start, &1000i64]))
-        .expect("raw scan");
-    let raw_ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
-    assert_eq!(raw_ids, data.sorted_ids[100..1100]);
-}
-
-fn point_select(
-    target: &mut BenchTarget,
-    rt: &Runtime,
-    e: &PgExecutor,
-    raw: &[Raw],
-    data: &Dataset,
-) {
-    let draws = data.draws(2);
-    let draws = &draws;
-    let lines: Vec<String> = draws
-        .iter()
-        .map(|&i| sql_line(SELECT, json!([data.rows[i].0])))
-        .collect();
-    let mut g = target.group("live.pg_point_select");
-    for callers in [1usize, 10, 100] {
-        let tier = format!("callers-{callers}");
-        ours::bench_lines(&mut g, &tier, callers, rt, e, &lines);
-        bench_callers(&mut g, "raw", &tier, callers, |caller| {
-            let r = &raw[caller % raw.len()];
-            let mut k = caller * 997;
-            move |_| {
-                let id = &data.rows[draws[k % draws.len()]].0;
-                k += 1;
-                let rows = rt
-                    .block_on(r.client.query(&r.select, &[id]))
-                    .expect("select");
-                black_box(cells(&rows));
-            }
-        });
-    }
-    g.finish();
-}
-
-fn update(target: &mut BenchTarget, rt: &Runtime, e: &PgExecutor, raw: &[Raw], data: &Dataset) {
-    let draws = data.draws(3);
-    let draws = &draws;
-    let lines: Vec<String> = draws
-        .iter()
-        .enumerate()
-        .map(|(k, &i)| sql_line(UPDATE, json!([data.rows[i].0, Dataset::update_payload(k)])))
-        .collect();
-    let payloads: Vec<serde_json::Value> = (0..draws.len()).map(Dataset::update_payload).collect();
-    let payloads = &payloads;
-    let mut g = target.group("live.pg_update");
-    // Whether the raw rows ran: a filtered run (`-- appview`, say) that
-    // skipped them has no update to read back.
-    let updated = std::sync::atomic::AtomicBool::new(false);
-    for callers in [1usize, 10] {
-        let tier = format!("callers-{callers}");
-        ours::bench_lines(&mut g, &tier, callers, rt, e, &lines);
-        bench_callers(&mut g, "raw", &tier, callers, |caller| {
-            updated.store(true, std::sync::atomic::Ordering::Relaxed);
-            let r = &raw[caller % raw.len()];
-            let mut k = caller * 997;
-            move |_| {
-                let j = k % draws.len();
-                k += 1;
-                let n = rt
-                    .block_on(
-                        r.client
-                            .execute(&r.update, &[&data.rows[draws[j]].0, &payloads[j]]),
-                    )
-                    .expect("update");
-                debug_assert_eq!(n, 1);
-                black_box(n);
-            }
-        });
-    }
-    g.finish();
-    // Every update landed on a row: one drawn id reads back an update payload.
-    if !updated.load(std::sync::atomic::Ordering::Relaxed) {
-        return;
-    }
-    let set = ours::rows(rt, e, &sql_line(SELECT, json!([data.rows[draws[0]].0])));
-    assert!(
-        set.records[0].contains("app.atbench.update"),
-        "{}",
-        set.records[0]
-    );
-}
-
-fn scan(target: &mut BenchTarget, rt: &Runtime, e: &PgExecutor, raw: &[Raw], data: &Dataset) {
-    let mut g = target.group("live.pg_scan");
-    for rows in [100usize, 1000] {
-        let starts = data.scan_starts(rows, 4 + rows as u64);
-        let lines: Vec<String> = starts
-            .iter()
-            .map(|&s| sql_line(SCAN, json!([data.sorted_ids[s], rows])))
-            .collect();
-        let tier = format!("rows-{rows}");
-        g.throughput(Throughput::Elements(rows as u64));
-        let mut k = 0usize;
-        g.bench("ours", &tier, |b| {
-            b.iter(|| {
-                let out = rt
-                    .block_on(e.run_line(&lines[k % lines.len()]))
-                    .expect("scan");
-                k += 1;
-                black_box(out)
-            })
-        });
-        let r = &raw[0];
-        let limit = rows as i64;
-        let mut k = 0usize;
-        g.bench("raw", &tier, |b| {
-            b.iter(|| {
-                let start = &data.sorted_ids[starts[k % starts.len()]];
-                k += 1;
-                let got = rt
-                    .block_on(r.client.query(&r.scan, &[start, &limit]))
-                    .expect("scan");
-                black_box(cells(&got))
-            })
-        });
-        let set = ours::rows(rt, e, &lines[0]);
-        assert_eq!(set.records.len(), rows);
-    }
-    g.finish();
 }

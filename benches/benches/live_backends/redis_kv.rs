@@ -1,7 +1,9 @@
 //! `live.redis_get` / `live.redis_set`: one key-value line, `ours` (the
 //! gateway's RedisExecutor: line parse, key prefix, pooled connection)
 //! beside `raw` (the redis crate alone: its multiplexed connection, cloned
-//! per caller, the same command on the same key).
+//! per caller, the same command on the same key); floor probe
+//! `redis-benchmark` (its own connections, no pipelining) on a copy of
+//! the seeded values under keys it can name (`<prefix>p:<12 digits>`).
 
 use std::hint::black_box;
 
@@ -14,6 +16,34 @@ use tokio::runtime::Runtime;
 
 use crate::live::{Dataset, run_name, unavailable};
 use crate::ours;
+
+/// `host` and `port` of a `redis://host:port/…` URL.
+fn host_port(url: &str) -> (String, u16) {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    match authority.rsplit_once(':') {
+        Some((host, port)) => (host.to_owned(), port.parse().unwrap_or(6379)),
+        None => (authority.to_owned(), 6379),
+    }
+}
+
+/// `live.redis_<command>/redis-benchmark/<tier>`: `command` (its key
+/// `<prefix>p:__rand_int__`) from `callers` connections over the probe's
+/// keys, or its skip when the tool is missing.
+fn probe(g: &mut benches::Group<'_>, url: &str, tier: &str, callers: usize, command: &[&str]) {
+    let id = g.id("redis-benchmark", tier);
+    if let Err(e) = benches::floor::find("redis-benchmark") {
+        return benches::floor::skip(&id, &e);
+    }
+    let (host, port) = host_port(url);
+    g.bench("redis-benchmark", tier, |b| {
+        b.iter_custom(|iters| {
+            benches::floor::redis_benchmark(&host, port, callers, crate::live::ROWS, iters, command)
+                .unwrap_or_else(|e| panic!("{id}: {e}"))
+        })
+    });
+}
 
 pub const GROUPS: [&str; 2] = ["live.redis_get", "live.redis_set"];
 
@@ -75,6 +105,28 @@ pub fn run(
             .expect("raw get");
         assert_eq!(got.as_deref(), Some(values[i].as_str()));
     }
+    // The probe's copy of the values, under the names redis-benchmark's
+    // `__rand_int__` gives (12 digits), checked read back.
+    let probe_keys: Vec<String> = (0..keys.len())
+        .map(|i| format!("{prefix}p:{i:012}"))
+        .collect();
+    let mut c = raw.clone();
+    for (chunk_keys, chunk_values) in probe_keys.chunks(500).zip(values.chunks(500)) {
+        let mut mset = redis::cmd("MSET");
+        for (k, v) in chunk_keys.iter().zip(chunk_values) {
+            mset.arg(k).arg(v);
+        }
+        let () = rt.block_on(mset.query_async(&mut c)).expect("mset");
+    }
+    let got: Vec<String> = rt
+        .block_on(
+            redis::cmd("MGET")
+                .arg(&probe_keys[..64])
+                .query_async(&mut c),
+        )
+        .expect("mget");
+    assert_eq!(got, values[..64]);
+    let get_probe = format!("{prefix}p:__rand_int__");
     let draws = data.draws(5);
     let full_keys: Vec<String> = keys.iter().map(|k| format!("{prefix}{k}")).collect();
     let get_lines: Vec<String> = draws
@@ -98,6 +150,7 @@ pub fn run(
                 black_box(v);
             }
         });
+        probe(&mut g, &base.url, &tier, callers, &["GET", &get_probe]);
     }
     g.finish();
     let set_draws = data.draws(6);
@@ -134,8 +187,25 @@ pub fn run(
                     .expect("set");
             }
         });
+        probe(
+            &mut g,
+            &base.url,
+            &tier,
+            callers,
+            &["SET", &get_probe, &new_values[0]],
+        );
     }
     g.finish();
+    // Every probe key holds its seeded value or the probe's.
+    let got: Vec<String> = rt
+        .block_on(redis::cmd("MGET").arg(&probe_keys).query_async(&mut c))
+        .expect("mget");
+    assert!(
+        got.iter()
+            .zip(&values)
+            .all(|(g, v)| g == v || *g == new_values[0]),
+        "a redis-benchmark SET wrote something else"
+    );
     let mut c = raw.clone();
     let v: Option<String> = rt
         .block_on(
@@ -148,7 +218,7 @@ pub fn run(
         assert!(v.is_some_and(|v| v.contains("app.atbench.update")));
     }
     // Remove this run's keys.
-    for chunk in full_keys.chunks(1000) {
+    for chunk in full_keys.chunks(1000).chain(probe_keys.chunks(1000)) {
         let _: u64 = rt
             .block_on(redis::cmd("DEL").arg(chunk).query_async(&mut c))
             .expect("del");

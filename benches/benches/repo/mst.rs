@@ -12,67 +12,8 @@
 //! iterations, as a long-running PDS would; `ours.cold` and atrium decode
 //! every node they touch from the store.
 //!
-//! Growth from 1k to 100k (the spec's target is "within 2x"): per-iteration
-//! setup is identical across tiers (same pool of 4096 new keys, same
-//! lazily loaded base root, the same warm node cache that holds every node
-//! the pool touches: 277 / 1985 / 6945 nodes, never evicted), so what grows
-//! is the write itself. An add re-materialises, re-encodes and re-hashes
-//! every node on the key's path (plus the split ones), and that work is per
-//! entry and per byte, not per node. Measured on these seeded trees
-//! (crates/repo at this commit, 1024 pool keys):
-//!
-//! | tier | path nodes | entries / path node | path bytes | new-block bytes / add |
-//! |---|---|---|---|---|
-//! | 1k   | 5.88 | 3.29 | 2059 | 2352 |
-//! | 10k  | 6.94 | 5.23 | 3844 | 3501 |
-//! | 100k | 8.94 | 5.29 | 5131 | 5076 |
-//!
-//! Depth grows 1.52x (log4 n), but a 1k tree's top layers hold only a
-//! handful of keys (root: 1 entry), so the nodes a random key passes are
-//! smaller there (3.3 entries) than in any tree of 10k keys or more (5.3,
-//! the size-biased limit): the bytes to re-encode and hash grow 2.2-2.5x.
-//! The time ratio followed the bytes before the commit change described
-//! further down (read it off `repo.mst_add/ours/{1k,10k,100k}` of one run,
-//! not across runs). Earlier costs that
-//! were not inherent had been removed already: SipHash sets per commit, key clones at commit, maps and
-//! vectors re-grown per write, a zero-fill and a copy per decoded key (see
-//! crates/repo/src/mst/); the cache hit rate is 100 % after warm-up at
-//! every tier, and `ours.cold` (every node decoded from the store) grows
-//! the same way. From 10k to 100k the depth grows 1.29x and the node size
-//! stays flat.
-//!
-//! Instruction counts per add (callgrind on
-//! `crates/repo/examples/profile_hot.rs add <n> 2000`, the same loop with
-//! a warm cache; valgrind hides SHA-NI, so SHA-256 runs sha2's portable
-//! code there and its count stands for the 64-byte blocks hashed) grow
-//! from 1k to 100k about as the path bytes do, both besides SHA and in it,
-//! so the floor for the ratio is about 2x.
-//!
-//! What grew beyond that, and was removed: the commit converted every
-//! edited node into a decoded `Node` (a new entry list, every key moved,
-//! an `Arc`) only to keep it readable, a cost per entry, and entries per
-//! path node are what grows from 1k to 100k. Commit now hashes the edited
-//! node straight from its editable form and keeps it as it is (turned into
-//! a decoded node only if something reads it; the next edit reopens it
-//! without a copy). That lowered the per-add CPU time at every tier, most
-//! at 100k (`profile_hot add <n> 300000`, runs alternating with the
-//! previous build), which brought the 100k/1k ratio down to about 2x. Read
-//! the ratio off one run of `ours` for all three tiers, not absolute times
-//! across runs: wall-clock figures on a shared machine swing far more.
-//!
-//! Later, a tree opened with a `NodeCache` took over the editable nodes
-//! the previous tree left in it instead of allocating a node and an entry
-//! list per path node: both ends got a little faster and the ratio stayed
-//! where it was.
-//!
-//! Left as is: SHA-256 is now about a third of an add at 100k, hashed
-//! node after node up the path (each parent needs its child's CID), so it
-//! cannot be interleaved as the frame-verify path's block checks are; and
-//! cached-node reads miss the CPU caches more at 100k (6945 cached nodes).
-//! Resuming each path node's hash from stored SHA-256 midstates (as
-//! `#commit` verification now does, with the states its CAR check met
-//! anyway) would need the states cached per node, half again the cache's
-//! memory.
+//! Why the add grows from 1k to 100k, what was measured and what was
+//! removed: `bench-history/notes/mst.md`.
 //!
 //! `mst_build`: from an empty tree, add every key in sorted order, root
 //! computed. Sorted, because atrium-repo 0.2.0 loses keys when they arrive

@@ -6,8 +6,6 @@
 //! Files go to `BENCH_DIR` when set, else to a temp dir under
 //! `target/atbench/segment-tmp/`; they are removed when the target ends.
 
-use std::path::PathBuf;
-
 use benches::target::{BenchTarget, Budget};
 
 mod compact;
@@ -20,19 +18,6 @@ mod write;
 /// Borrowed segment events over generated ones.
 pub use benches::inputs::segment_refs as refs;
 
-/// The directory benchmark files go to (created; removed on drop).
-pub fn bench_dir() -> tempfile::TempDir {
-    let base = std::env::var_os("BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| benches::sidecar::atbench_dir().join("segment-tmp"));
-    std::fs::create_dir_all(&base)
-        .unwrap_or_else(|e| panic!("cannot create bench dir {}: {e}", base.display()));
-    tempfile::Builder::new()
-        .prefix("segment-")
-        .tempdir_in(&base)
-        .unwrap_or_else(|e| panic!("cannot create a temp dir in {}: {e}", base.display()))
-}
-
 fn main() {
     let mut target = BenchTarget::new(
         "segment",
@@ -41,7 +26,7 @@ fn main() {
             quick_min: 1.0,
         },
     );
-    let dir = bench_dir();
+    let dir = benches::sidecar::scratch_dir("segment");
     benches::sidecar::context(
         "segment",
         serde_json::json!({ "segment_dir": dir.path().display().to_string() }),

@@ -15,8 +15,6 @@
 //! and commits verifying after the write groups, lookups against the CIDs
 //! of the seeded records, page sizes, CAR round trips, startup reports.
 
-use std::path::PathBuf;
-
 use benches::target::{BenchTarget, Budget};
 use store::bench_internals;
 
@@ -27,19 +25,6 @@ mod startup;
 mod sync;
 mod write;
 
-/// The directory the store files go to (created; removed on drop).
-fn bench_dir() -> tempfile::TempDir {
-    let base = std::env::var_os("BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| benches::sidecar::atbench_dir().join("store-tmp"));
-    std::fs::create_dir_all(&base)
-        .unwrap_or_else(|e| panic!("cannot create bench dir {}: {e}", base.display()));
-    tempfile::Builder::new()
-        .prefix("store-")
-        .tempdir_in(&base)
-        .unwrap_or_else(|e| panic!("cannot create a temp dir in {}: {e}", base.display()))
-}
-
 fn main() {
     let mut target = BenchTarget::new(
         "store",
@@ -48,7 +33,7 @@ fn main() {
             quick_min: 2.0,
         },
     );
-    let dir = bench_dir();
+    let dir = benches::sidecar::scratch_dir("store");
     benches::sidecar::context(
         "store",
         serde_json::json!({

@@ -18,7 +18,7 @@ pub fn run(target: &mut BenchTarget, dir: &Path) {
     let empty = dir.join("startup-empty.sqlite");
     drop(Store::open(&empty, Config::default()).expect("open"));
     let history = dir.join("startup-history.sqlite");
-    let shape = if std::env::args().any(|a| a == "--test") {
+    let shape = if benches::config::is_smoke() {
         HistoryShape::SMOKE
     } else {
         HistoryShape::HISTORY_10K

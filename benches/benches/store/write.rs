@@ -1,6 +1,7 @@
 //! `store.apply_commit`: one record create per operation from 1/10/100
-//! callers (no-sync and fsync stores), the create at each size tier, and the
-//! index-only write (no CBOR, MST or signing); commits and MST == index are
+//! callers (no-sync and fsync stores) and the create at each size tier;
+//! `store.apply_commit_index_only` (a probe): the index-only write through
+//! the same writer (no CBOR, MST or signing). Commits and MST == index are
 //! verified after each write group, outside the timing.
 
 use std::collections::HashMap;
@@ -117,6 +118,23 @@ pub fn run(target: &mut BenchTarget, fx: &Fixtures) {
         });
         assert_eq!(store.check_repo(&acc.did).expect("check"), *n);
     }
+    g.finish();
+    index_only(target, fx);
+}
+
+/// `store.apply_commit_index_only/ours/callers-{1,10}`.
+fn index_only(target: &mut BenchTarget, fx: &Fixtures) {
+    if !target.may_run("store.apply_commit_index_only") {
+        return;
+    }
+    let full = target.preset() == Preset::Full;
+    let mut g = target.group("store.apply_commit_index_only");
+    g.criterion()
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(10);
+    if full {
+        g.criterion().measurement_time(Duration::from_secs(2));
+    }
     // Index-only: the same writer, no CBOR/MST/signing in the timed write.
     let idx = Arc::new(
         Store::open(
@@ -128,7 +146,7 @@ pub fn run(target: &mut BenchTarget, fx: &Fixtures) {
     // Each caller's writes, prepared once and outside the timing: a like
     // per key, its createRecord planned and signed on an in-memory account
     // (`DetachedRepo`), and that commit's `#commit` event.
-    let smoke = std::env::args().any(|a| a == "--test");
+    let smoke = benches::config::is_smoke();
     let keys_per_caller = if smoke { 16 } else { 4096 };
     let t = Instant::now();
     let prepared: Vec<(String, PublicKey, Vec<Arc<IndexOnly>>)> = std::thread::scope(|sc| {
@@ -163,7 +181,7 @@ pub fn run(target: &mut BenchTarget, fx: &Fixtures) {
     for callers in [1usize, 10] {
         bench_callers(
             &mut g,
-            "index-only",
+            "ours",
             &format!("callers-{callers}"),
             callers,
             |caller| {

@@ -343,11 +343,6 @@ pub(crate) fn wait_subscribers(server: &xrpc::RunningServer, n: usize, poll: Dur
     }
 }
 
-/// The process's CPU time so far (zero where there is no such clock).
-fn process_cpu() -> Duration {
-    benches::callers::process_cpu_time().unwrap_or_default()
-}
-
 /// Commits `iters` records at the rate and waits until every consumer has
 /// them: their merged lags, the wall time and the process's CPU time.
 fn run_batch(
@@ -362,12 +357,12 @@ fn run_batch(
     for (c, _) in consumers {
         c.take_lags();
     }
-    let cpu = process_cpu();
+    let cpu = benches::callers::process_cpu();
     let start = Instant::now();
     hub.write(iters);
     wait_delivered(consumers, &target);
     let wall = start.elapsed();
-    let cpu = process_cpu().saturating_sub(cpu);
+    let cpu = benches::callers::process_cpu().saturating_sub(cpu);
     let mut merged = new_histogram();
     for (c, _) in consumers {
         let _ = merged.add(c.take_lags());
@@ -497,7 +492,7 @@ fn bench_fanout(
         summary.max_ns as f64 / 1e6,
         summary.cpu_ns_per_op.unwrap_or_default() / 1000.0
     );
-    if !std::env::args().any(|a| a == "--test") && commits > 0 {
+    if !benches::config::is_smoke() && commits > 0 {
         match serde_json::to_value(&summary) {
             Ok(v) => benches::sidecar::write("latency", &benches::sidecar::file_stem(&id), &v),
             Err(e) => eprintln!("atbench: {id}: {e}"),

@@ -23,7 +23,6 @@
 //! Also printed (not a Criterion id): the CPU time of one password hash
 //! with the server's scrypt parameters, the bound of `createSession`.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use benches::target::{BenchTarget, Budget};
@@ -34,18 +33,6 @@ mod firehose;
 mod routes;
 mod seed;
 
-fn bench_dir() -> tempfile::TempDir {
-    let base = std::env::var_os("BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| benches::sidecar::atbench_dir().join("xrpc-tmp"));
-    std::fs::create_dir_all(&base)
-        .unwrap_or_else(|e| panic!("cannot create bench dir {}: {e}", base.display()));
-    tempfile::Builder::new()
-        .prefix("xrpc-")
-        .tempdir_in(&base)
-        .unwrap_or_else(|e| panic!("cannot create a temp dir in {}: {e}", base.display()))
-}
-
 /// CPU time of one scrypt hash at the server's default cost (N = 2^log_n,
 /// r = 8, p = 1, 64 bytes: `crates/xrpc/src/password.rs`), printed beside
 /// `xrpc.route/create_session`, which does one per request.
@@ -55,53 +42,18 @@ fn kdf_cpu() {
     let mut out = [0u8; 64];
     let rounds = 3u32;
     let wall = Instant::now();
-    let cpu = cpu_now();
+    let cpu = benches::callers::process_cpu();
     for i in 0..rounds {
         scrypt::scrypt(b"atbench xrpc bench", &i.to_le_bytes(), &params, &mut out).expect("scrypt");
         std::hint::black_box(&out);
     }
-    let cpu = cpu_now().saturating_sub(cpu);
+    let cpu = benches::callers::process_cpu().saturating_sub(cpu);
     eprintln!(
         "atbench: xrpc: one scrypt password hash (N = 2^{log_n}, r = 8, p = 1): {:.1} ms CPU, {:.1} ms wall; two cores bound createSession near {:.0}/s",
         cpu.as_secs_f64() * 1e3 / f64::from(rounds),
         wall.elapsed().as_secs_f64() * 1e3 / f64::from(rounds),
         2.0 * f64::from(rounds) / cpu.as_secs_f64().max(1e-9)
     );
-}
-
-/// The process's CPU time so far (zero where there is no such clock).
-fn cpu_now() -> std::time::Duration {
-    benches::callers::process_cpu_time().unwrap_or_default()
-}
-
-/// Whether a Criterion filter on the command line can select a benchmark
-/// of `group`, so that the fixtures of groups filtered out are not built
-/// (seeding, consumers, cohorts take seconds). A filter is a regex matched
-/// anywhere in the id: each `|` alternative is read up to its first regex
-/// character; one that names no `xrpc.` group (`health`, `.*`) keeps
-/// every group.
-fn wanted(group: &str) -> bool {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let filters = benches::target::filters(&args);
-    if filters.is_empty() {
-        return true;
-    }
-    filters.iter().flat_map(|f| f.split('|')).any(|alt| {
-        let literal: String = alt
-            .chars()
-            .take_while(|c| !"*+?()[]{}^$\\".contains(*c))
-            .collect();
-        let literal = literal.trim_end_matches('.');
-        let names_xrpc_group = literal.starts_with("xrpc.") && literal.len() > "xrpc.".len();
-        let foreign = !literal.is_empty()
-            && !literal.starts_with("xrpc")
-            && !"xrpc".starts_with(literal)
-            && literal.contains('.');
-        if foreign {
-            return false;
-        }
-        !names_xrpc_group || literal.starts_with(group) || group.starts_with(literal)
-    })
 }
 
 fn main() {
@@ -112,7 +64,7 @@ fn main() {
             quick_min: 1.5,
         },
     );
-    let dir = bench_dir();
+    let dir = benches::sidecar::scratch_dir("xrpc");
     benches::sidecar::context(
         "xrpc",
         serde_json::json!({
@@ -123,20 +75,23 @@ fn main() {
             "load_generator": "in process: one thread and one keep-alive hyper HTTP/1.1 connection per caller, loopback; shares the cores with the server",
         }),
     );
-    if wanted("xrpc.route") || wanted("xrpc.write") {
+    // Fixtures are built only for groups the command line's filters can
+    // select (seeding, consumers and cohorts take seconds).
+    let (route, write) = (target.may_run("xrpc.route"), target.may_run("xrpc.write"));
+    if route || write {
         kdf_cpu();
         let fixture = seed::build(dir.path());
-        if wanted("xrpc.route") {
+        if route {
             routes::run_routes(&mut target, &fixture);
         }
-        if wanted("xrpc.write") {
+        if write {
             routes::run_writes(&mut target, &fixture);
         }
     }
-    if wanted("xrpc.firehose") {
+    if target.may_run("xrpc.firehose") {
         firehose::run(&mut target, dir.path());
     }
-    if wanted("xrpc.websocket_churn") {
+    if target.may_run("xrpc.websocket_churn") {
         churn::run(&mut target, dir.path());
     }
     target.finish();

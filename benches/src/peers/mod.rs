@@ -119,8 +119,7 @@ pub fn skip_reason() -> Option<String> {
     if std::env::var("BENCH_PEERS").as_deref() != Ok("1") {
         return Some("BENCH_PEERS=1 is not set".into());
     }
-    let args: Vec<String> = std::env::args().collect();
-    if args.iter().any(|a| a == "--test" || a == "--list") {
+    if crate::config::is_smoke() || crate::config::is_listing() {
         return Some(
             "a Criterion --test/--list run (the probes' smoke test is benches/tests/peers.rs)"
                 .into(),

@@ -1,6 +1,7 @@
-//! The allocator policy of `--bench hotpath`, applied once at target start,
-//! before any fixture is built, so it is the same for every row (ours and
-//! peers) whatever ran before it.
+//! The allocator policy of `--bench hotpath` (and `examples/convert_ab.rs`,
+//! which times the same conversions), applied once at target start, before
+//! any fixture is built, so it is the same for every row (ours and peers)
+//! whatever ran before it.
 //!
 //! On glibc the policy pins two `mallopt` tunables:
 //!

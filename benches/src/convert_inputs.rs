@@ -1,6 +1,6 @@
-//! Inputs shared by the convert groups and `examples/dhat_hotpath.rs`
-//! (which includes this file by path): the merge_context contexts and the
-//! typed SQL rows derived from the sample records.
+//! The convert inputs `--bench hotpath` and `examples/dhat_hotpath.rs`
+//! share: the merge_context contexts and the typed SQL rows derived from
+//! the sample records.
 
 use convert::{Cell, Context};
 use serde_json::{Map, Value};
