@@ -1,6 +1,7 @@
 """The one way the scripts run a child process and wait for it.
 
-Owns: running a command to completion with its output captured, and turning a failure
+Owns: running a command to completion with its output captured (`run`) or shown (`call`),
+and turning a failure
 (cannot start, non-zero exit, timeout) into a ProcError whose message names the step and
 the last line of its stderr. `output` is the tolerant form for probes that may fail
 (no git, no rustc): it answers None instead. Long-lived, driven children (the paired
@@ -41,6 +42,15 @@ def run(
         last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise ProcError(f"{name} failed: {last}")
     return done.stdout
+
+
+def call(command: list[str], cwd: Path, env: Mapping[str, str] | None = None) -> int:
+    """Run `command` with the terminal's stdout and stderr (a long build or install whose
+    progress the user watches); its exit status. ProcError when it cannot start."""
+    try:
+        return subprocess.run(command, cwd=cwd, env=dict(env) if env is not None else None, check=False).returncode
+    except OSError as error:
+        raise ProcError(f"cannot run {command[0]}: {error}") from error
 
 
 def output(command: list[str], cwd: Path, timeout: float = 60) -> str | None:
