@@ -42,7 +42,10 @@ const RESAMPLES: usize = 1_000;
 #[derive(Debug, PartialEq, Eq)]
 pub enum Command {
     /// Measure the announced id once with this warm-up and measurement time.
-    Measure { warm_up: Duration, measurement: Duration },
+    Measure {
+        warm_up: Duration,
+        measurement: Duration,
+    },
     /// Move on to the next benchmark.
     Next,
 }
@@ -65,7 +68,9 @@ pub fn parse_command(line: &str) -> Result<Command, String> {
                 measurement: ms(measure)?,
             })
         }
-        _ => Err(format!("unknown command {line:?} (expected `measure WARM_MS MEASURE_MS` or `next`)")),
+        _ => Err(format!(
+            "unknown command {line:?} (expected `measure WARM_MS MEASURE_MS` or `next`)"
+        )),
     }
 }
 
@@ -109,8 +114,14 @@ impl Driver {
 
     /// Announces benchmark `group`/`implementation`[/`tier`] (full id `id`)
     /// and serves commands for it until `next`.
-    pub fn offer<F>(&mut self, group: &str, implementation: &str, tier: &str, id: &str, mut routine: F)
-    where
+    pub fn offer<F>(
+        &mut self,
+        group: &str,
+        implementation: &str,
+        tier: &str,
+        id: &str,
+        mut routine: F,
+    ) where
         F: FnMut(&mut Bencher<'_, WallTime>),
     {
         say("ready", Some(id), None);

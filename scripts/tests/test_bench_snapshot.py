@@ -169,6 +169,7 @@ class CliErrorTest(TempRootCase):
                 "script",
                 "--now",
                 T1,
+                "--no-remeasure",
             ],
             capture_output=True,
             text=True,

@@ -4,6 +4,8 @@ executable that speaks it, with ids only one build runs."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import sys
 import tempfile
@@ -80,6 +82,41 @@ class RuleTest(unittest.TestCase):
         self.assertEqual(list(beta.ratios), [y / x for x, y in zip(beta.base_ns, beta.head_ns, strict=True)])
 
 
+class OpeningTest(unittest.TestCase):
+    """latest.md's first lines from a "paired" record: what was re-measured and why, what reads
+    "code unchanged", the floor, the flagged rows."""
+
+    def test_opening_lines(self) -> None:
+        from atbench_snapshot import paired_report, remeasure, targets
+
+        measured = [
+            pairing.Measured("a.x/ours/1", "store", False, (100.0,) * 3, (110.0, 111.0, 109.0)),
+            pairing.Measured("a.y/ours/1", "store", False, (100.0,) * 3, (100.0, 101.0, 99.0)),
+            pairing.Measured("calibrate.cpu/fixed/1", "store", True, (100.0,) * 3, (103.0, 103.0, 103.0)),
+        ]
+        ws = targets.Workspace({}, {}, {"store": "s", "hotpath": "h", "xrpc": "x"})
+        touched = {"store": "crates/store changed (src/lib.rs)", "hotpath": None, "xrpc": "crates/xrpc changed (src/a.rs)"}
+        plan = remeasure.Plan("b" * 40, "h" * 40, False, ["crates/store/src/lib.rs"], targets.classify(ws, []),
+                              touched, {}, ws)
+        result = remeasure.Result(plan, {"store": touched["store"]}, pairing.analyse(measured), {"store": "driven"},
+                                  {"store": []}, {"store": 30.0}, 3, {"xrpc": "no result in this snapshot"})
+        record = result.record("bench-20261204T200448Z.json")
+        self.assertEqual(record["targets"]["hotpath"], {"remeasured": False, "why": "code unchanged"})
+        self.assertEqual(record["baseline"], {"snapshot": "bench-20261204T200448Z.json", "commit": "b" * 40})
+        text = "\n".join(paired_report.opening(record, None, {}))
+        self.assertIn("**1 slower, 0 faster, 1 same** of 2 ids re-measured", text)
+        self.assertIn("**This run could see changes above 3.0 %**", text)
+        self.assertIn("the controls' spread 3.0 % over 1 control rows", text)
+        self.assertIn("- Re-measured **store**, driven: crates/store changed (src/lib.rs).", text)
+        self.assertIn("- Not re-measured **xrpc**: no result in this snapshot.", text)
+        self.assertIn("- Code unchanged (no verdict, not re-measured): hotpath.", text)
+        flagged = [line for line in text.splitlines() if line.startswith("| `")]
+        self.assertEqual(len(flagged), 1)
+        self.assertTrue(flagged[0].startswith("| `a.x/ours/1` | store | 100 ns | 110 ns | 1.100 |"), flagged)
+        self.assertEqual(paired_report.paired_cell("a.x/ours/1", {}, record, lambda i: ["store"]), "**slower** 1.100")
+        self.assertEqual(paired_report.paired_cell("h.z/ours/1", {}, record, lambda i: ["hotpath"]), "code unchanged")
+
+
 # A stand-in for a bench executable in the driven mode: announces FAKE_IDS in order, answers
 # `measure` by writing Criterion's two files with a median of 100 ns (FAKE_SLOW's id: 150 ns).
 FAKE = textwrap.dedent(
@@ -135,11 +172,13 @@ class DrivenProtocolTest(unittest.TestCase):
                                     control=lambda i: i.startswith("calibrate."), expected=expected)
         old = os.environ.pop("BENCH_QUICK", None)
         try:
-            done = drive.measure_target("t", base, head, selection, settings, self.tmp / "runs")
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                done = drive.measure_target("t", base, head, selection, settings, self.tmp / "runs")
         finally:
             if old is not None:
                 os.environ["BENCH_QUICK"] = old
         self.assertEqual(done.mode, "driven")
+        self.assertIn("t: x.b/ours/1: pair 3 of 3, about", err.getvalue())
         self.assertEqual(done.unpaired, ["x.gone/ours/1", "x.new/ours/1"])
         by_id = {m.id: m for m in done.measured}
         self.assertEqual(sorted(by_id), ["calibrate.cpu/fixed/1", "x.a/ours/1", "x.b/ours/1"])
@@ -156,7 +195,7 @@ class DrivenProtocolTest(unittest.TestCase):
         broken.chmod(0o755)
         head = Build("head", "h", self.tmp, {"t": broken}, driven=True)
         selection = drive.Selection(wanted=lambda i: True, control=lambda i: False)
-        with self.assertRaises(drive.DriveError) as caught:
+        with self.assertRaises(drive.DriveError) as caught, contextlib.redirect_stderr(io.StringIO()):
             drive.measure_target("t", base, head, selection, drive.Settings(env={"FAKE_IDS": "x.a/ours/1"}),
                                  self.tmp / "runs")
         self.assertIn("panicked", str(caught.exception))
