@@ -17,7 +17,10 @@ Owns the processes and the order of the measurements. Per target, two ways:
             always runs this way: its fixtures are shared database tables, which two live
             processes would trample.
 
-Each measurement writes Criterion's estimates under a scratch CRITERION_HOME and the
+What a pair compares is each side's fastest sample (ns per iteration, criterion.py's
+fastest_sample_ns), not Criterion's median: on a shared machine a measurement only ever gets
+slower, by however much the other processes took, so the least disturbed sample is the
+estimate two builds can be held to. Each measurement writes Criterion's output under a scratch CRITERION_HOME and the
 harness's sidecars under a scratch CARGO_TARGET_DIR, never into the target dir a snapshot
 reads. Short times: the budget of a re-measured target is about twice its own run, and its
 own run spends warm-up + measurement per id once where the pairs spend it 2 x pairs times.
@@ -39,7 +42,7 @@ from pathlib import Path
 from typing import IO
 
 from .builds import Build
-from .criterion import CriterionError, read_criterion_dir, read_measurement
+from .criterion import CriterionError, fastest_sample_ns, read_fastest_dir, read_measurement
 from .pairing import Measured
 from .proc import ProcError, run
 
@@ -119,8 +122,8 @@ def env_for(build: Build, settings: Settings, scratch: Path) -> dict[str, str]:
     return env
 
 
-def _median(home: Path, full_id: str, cache: dict[str, Path]) -> float:
-    """The median (ns) Criterion just wrote for `full_id` under `home`."""
+def _fastest(home: Path, full_id: str, cache: dict[str, Path]) -> float:
+    """The fastest sample (ns per iteration) Criterion just wrote for `full_id` under `home`."""
     path = cache.get(full_id)
     if path is None:
         direct = home.joinpath(*full_id.split("/"), "new", "benchmark.json")
@@ -135,7 +138,7 @@ def _median(home: Path, full_id: str, cache: dict[str, Path]) -> float:
     if path is None:
         raise DriveError(f"Criterion wrote no estimates for {full_id} under {home}")
     try:
-        return float(read_measurement(path)[1]["median_ns"])
+        return fastest_sample_ns(path)
     except CriterionError as error:
         raise DriveError(str(error)) from error
 
@@ -205,7 +208,7 @@ class DrivenProcess:
         event = self._event()
         if event.get("event") != "measured" or event.get("id") != self.current:
             raise DriveError(f"{self.build.name}: measuring {self.current} answered {event}")
-        return _median(self.home, self.current, self.cache)
+        return _fastest(self.home, self.current, self.cache)
 
     def close(self) -> None:
         if self.child.stdin:
@@ -311,7 +314,7 @@ def _one_run(build: Build, target: str, regex: str | None, env: dict[str, str], 
     ] + ([regex] if regex else [])
     try:
         run(command, build.bench_dir, env, what=what)
-        return {i: r["median_ns"] for i, r in read_criterion_dir(home).items()}
+        return read_fastest_dir(home)
     except ProcError as error:
         raise DriveError(str(error)) from error
     except CriterionError:

@@ -118,7 +118,7 @@ class OpeningTest(unittest.TestCase):
 
 
 # A stand-in for a bench executable in the driven mode: announces FAKE_IDS in order, answers
-# `measure` by writing Criterion's two files with a median of 100 ns (FAKE_SLOW's id: 150 ns).
+# `measure` by writing Criterion's files: a fastest sample of 100 ns (FAKE_SLOW's id: 150 ns).
 FAKE = textwrap.dedent(
     """\
     import json, os, sys
@@ -139,6 +139,8 @@ FAKE = textwrap.dedent(
             interval = {"lower_bound": ns, "upper_bound": ns}
             with open(os.path.join(where, "estimates.json"), "w") as out:
                 json.dump({"median": {"point_estimate": ns, "confidence_interval": interval}}, out)
+            with open(os.path.join(where, "sample.json"), "w") as out:  # one disturbed sample, then ns each
+                json.dump({"sampling_mode": "Linear", "iters": [1.0, 2.0, 3.0], "times": [9 * ns, 2 * ns, 3 * ns]}, out)
             print("atbench-paired " + json.dumps({"event": "measured", "id": full_id}), flush=True)
         else:
             sys.exit(0)
