@@ -232,7 +232,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> list[Path]:
     for warning in warnings:
         print(f"bench_snapshot: warning: {warning}", file=sys.stderr)
     if withheld is not None and withheld.nearest:
-        print(f"no same-machine baseline (newest: {withheld.nearest}): verdicts withheld")
+        print(f"no same-machine snapshot (newest: {withheld.nearest}): no cross-run deltas")
     print(paired_report.summary_line(paired, why_not))
     return written
 
