@@ -13,16 +13,25 @@ benches/units.toml, bench-history/renames.json and data/MANIFEST.json, and write
 bench-history/bench-<UTC>.json, bench-history/bench-<UTC>.md and bench-history/latest.md, and
 regenerates the result tables of README.md (scripts/readme_results.py) when it has them.
 
-The baseline is the newest earlier snapshot from the same machine (atbench_snapshot/machine.py:
-CPU model, cores, code-path CPU features, rustc, calibration medians within 10 %). With none,
-latest.md says so in its first lines, names the newest snapshot and how its machine differs,
-and gives no verdicts. `--against-tag` or `--baseline` choose a baseline by hand; a machine
-difference is then printed above the verdicts.
+Verdicts come only from the paired re-measurement (atbench_snapshot/remeasure.py): the
+baseline snapshot (the newest earlier one, or --against-tag / --baseline) names a commit;
+that commit is checked out into <target>/paired/base, built with a target dir of its own, and
+each id of every bench target the change since that commit can reach is measured on both
+builds in pairs, seconds apart (--pairs, default 5). A verdict needs every pair to agree and
+the median ratio past the floor: 2 % or the spread of the controls (rows the change cannot
+reach), whichever is larger. Targets the change does not reach read "code unchanged";
+--remeasure TARGET measures one anyway; --no-remeasure skips all of it (medians only, no
+verdicts: what CI and a quick look want). The preset of the pairs is the snapshot's:
+BENCH_QUICK=1 in the environment, or --quick.
+
+The cross-run deltas against the newest same-machine snapshot (atbench_snapshot/machine.py)
+stay in the full table, as information.
 <target> is --target-dir, else $CARGO_TARGET_DIR, else <root>/target.
 
 This file owns the command line and the assembly of a snapshot; the work is in the
 atbench_snapshot package next to it. Exit status: 0 written, 2 unusable input (no Criterion
-output, malformed units.toml or renames.json, unknown baseline tag, snapshot exists).
+output, malformed units.toml or renames.json, unknown baseline tag, snapshot exists) or a
+re-measurement that failed (a build, a bench process).
 Python 3.11 standard library only.
 """
 
@@ -37,10 +46,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from atbench_snapshot import environment, history, machine, peers, readme, registry, report, sidecars
+from atbench_snapshot import environment, history, machine, paired_report, peers, readme, registry, report, sidecars
 from atbench_snapshot.compare import DEFAULT_NOISE_FLOOR, compare
 from atbench_snapshot.criterion import CriterionError, read_criterion_dir
 from atbench_snapshot.page import regenerate as regenerate_page
+from atbench_snapshot.humanize import percentage
+from atbench_snapshot.remeasure import RemeasureError
+from atbench_snapshot.snapshot_pairs import run_pairs
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TAG_PATTERN = re.compile(r"^v\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
@@ -57,17 +69,6 @@ def _moment(value: str) -> datetime:
         return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"{value!r} is not a UTC time like 2026-11-30T20:00:00Z") from error
-
-
-def percentage(value: str) -> float:
-    """An argparse type: a non-negative percentage, as a fraction (bench_ab.py's --floor too)."""
-    try:
-        percent = float(value)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a percentage") from error
-    if percent < 0:
-        raise argparse.ArgumentTypeError("a percentage floor cannot be negative")
-    return percent / 100
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -95,7 +96,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--history-dir", type=Path, help="snapshot directory (default ROOT/bench-history)")
     parser.add_argument("--units", type=Path, help="units-of-work registry (default ROOT/benches/units.toml)")
     parser.add_argument("--now", type=_moment, help="the snapshot's UTC time, for tests (default: now)")
+    pairs = parser.add_argument_group("paired re-measurement")
+    pairs.add_argument("--no-remeasure", action="store_true", help="no paired re-measurement: medians only, no verdicts")
+    pairs.add_argument(
+        "--remeasure", action="append", default=[], metavar="TARGET",
+        help="also re-measure this bench target though the change does not reach it (repeatable)",
+    )
+    pairs.add_argument("--pairs", type=_pairs, default=5, help="pairs per id (default 5)")
+    pairs.add_argument("--quick", action="store_true", help="quick preset for the pairs (default: BENCH_QUICK)")
+    pairs.add_argument("--features", default="bench-internals", help="cargo features of both builds")
     return parser.parse_args(argv)
+
+
+def _pairs(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r}: pairs must be a whole number >= 1")
+    return int(value)
 
 
 def _target_dir(args: argparse.Namespace) -> Path:
@@ -201,7 +217,13 @@ def run(args: argparse.Namespace, argv: list[str]) -> list[Path]:
     }
     kernels = registry.calibration_kernels(units)
     comparison = compare(results, baseline.snapshot["results"], args.noise_floor, kernels) if baseline else None
-    markdown = report.render(snapshot, comparison, baseline, units, args.noise_floor, withheld)
+    paired, why_not = (None, "--no-remeasure") if args.no_remeasure else run_pairs(args, history_dir, file_stamp, results, units, target_dir)
+    if paired is not None:
+        snapshot["paired"] = paired
+    markdown = report.render(
+        snapshot, comparison, baseline, units, args.noise_floor, withheld,
+        opening=paired_report.opening(paired, why_not, results), closing=paired_report.closing(paired, results, units),
+    )
     readme_path = args.root / "README.md"
     readme_text = _readme_update(readme_path, snapshot, f"bench-{file_stamp}.json", units)
     written = history.write_snapshot(history_dir, file_stamp, snapshot, markdown)
@@ -212,12 +234,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> list[Path]:
     for warning in warnings:
         print(f"bench_snapshot: warning: {warning}", file=sys.stderr)
     if withheld is not None and withheld.nearest:
-        print(f"no same-machine baseline (newest: {withheld.nearest}): verdicts withheld")
-    if comparison is not None:
-        print(
-            f"{comparison.count('regression')} regression(s), {comparison.count('improvement')} improvement(s) "
-            f"against {baseline.file_name}"
-        )
+        print(f"no same-machine snapshot (newest: {withheld.nearest}): no cross-run deltas")
+    print(paired_report.summary_line(paired, why_not))
     return written
 
 
@@ -226,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         written = run(args, argv)
-    except (CriterionError, registry.RegistryError, history.HistoryError, readme.ReadmeError) as error:
+    except (CriterionError, registry.RegistryError, history.HistoryError, readme.ReadmeError, RemeasureError) as error:
         print(f"bench_snapshot: error: {error}", file=sys.stderr)
         return 2
     for path in written:

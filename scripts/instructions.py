@@ -32,7 +32,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tomllib
 from datetime import UTC, datetime
@@ -41,7 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from atbench_snapshot import machine  # noqa: E402
+from atbench_snapshot import machine, proc  # noqa: E402
 from atbench_snapshot.registry import RegistryError, load_registry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,13 +75,13 @@ def install(root: Path = ROOT) -> Path:
     version = pinned_version(root)
     runner = runner_path(root)
     if runner.exists():
-        out = subprocess.run([str(runner), "--version"], capture_output=True, text=True, check=False)
-        if version in out.stdout:
+        out = proc.output([str(runner), "--version"], root)
+        if out is not None and version in out:
             return runner
     print(f"instructions: installing gungraun-runner {version} into target/tools", file=sys.stderr)
     cmd = ["cargo", "install", "gungraun-runner", "--version", f"={version}", "--locked",
            "--root", str(root / "target" / "tools")]
-    if subprocess.run(cmd, cwd=root, check=False).returncode != 0:
+    if proc.call(cmd, root) != 0:
         raise UsageError(f"cargo install gungraun-runner {version} failed")
     return runner
 
@@ -162,7 +161,7 @@ def run(root: Path = ROOT, out: Path | None = None) -> dict[str, int]:
         cmd += ["--config", f"profile.bench.package.{package}.codegen-units=1"]
     cmd += ["--", "--save-summary=json", "--nocapture=stderr"]
     print(f"instructions: {' '.join(cmd)} (GUNGRAUN_HOME={home})", file=sys.stderr)
-    if subprocess.run(cmd, cwd=root, env=env, check=False).returncode != 0:
+    if proc.call(cmd, root, env) != 0:
         raise UsageError("cargo bench --bench instructions failed")
     counts = read_summaries(home)
     check_registered(counts, root)
@@ -192,17 +191,13 @@ def load_history(path: Path) -> dict[str, Any]:
 
 
 def _git_head(root: Path) -> str:
-    out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root,
-                         capture_output=True, text=True, check=False)
-    return out.stdout.strip() or "unknown"
+    out = proc.output(["git", "rev-parse", "--short=12", "HEAD"], root)
+    return (out or "").strip() or "unknown"
 
 
 def _tool_version(cmd: list[str]) -> str:
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    except OSError:
-        return "unknown"
-    return out.stdout.strip().splitlines()[0] if out.stdout.strip() else "unknown"
+    out = (proc.output(cmd, ROOT) or "").strip()
+    return out.splitlines()[0] if out else "unknown"
 
 
 def entry_for(counts: dict[str, int], root: Path, features: list[str] | None) -> dict[str, Any]:

@@ -26,6 +26,8 @@
 //! - [`corpus`]: the real records, frames and keys of the vendored corpus.
 //! - `peers` (feature `bench-internals`): the reference implementations
 //!   (`peers/` under node) run after our rows under `BENCH_PEERS=1`.
+//! - [`paired`]: the driven mode (`ATBENCH_PAIRED=1`) in which the paired
+//!   re-measurement of `scripts/bench_snapshot.py` runs one id at a time.
 //! - [`sidecar`]: where the harness writes what Criterion does not record
 //!   (latency percentiles, run context) for `scripts/bench_snapshot.py`.
 
@@ -38,6 +40,7 @@ pub mod convert_inputs;
 pub mod corpus;
 pub mod floor;
 pub mod inputs;
+pub mod paired;
 #[cfg(feature = "bench-internals")]
 pub mod peers;
 pub mod registry;

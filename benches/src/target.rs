@@ -19,6 +19,7 @@ use criterion::{Bencher, BenchmarkGroup, BenchmarkId, Criterion, Throughput};
 
 use crate::calibrate;
 use crate::config::{self, Preset};
+use crate::paired::Driver;
 use crate::registry::{self, GroupSpec, Registry, ThroughputKind};
 
 /// The wall-clock time a target expects to need, build excluded, on the
@@ -41,6 +42,8 @@ pub struct BenchTarget {
     /// Groups not run, each with its printed reason (a live backend that
     /// could not be reached).
     skipped: BTreeSet<String>,
+    /// `ATBENCH_PAIRED=1`: benchmarks wait for the paired driver (paired.rs).
+    paired: Option<Driver>,
 }
 
 /// Criterion options that take a value, so the word after them is not a
@@ -165,6 +168,7 @@ impl BenchTarget {
             registry,
             seen: BTreeSet::new(),
             skipped: BTreeSet::new(),
+            paired: Driver::from_env(),
         }
     }
 
@@ -227,6 +231,7 @@ impl BenchTarget {
             name: name.to_owned(),
             spec,
             throughput: None,
+            paired: self.paired.as_mut(),
         }
     }
 
@@ -275,6 +280,11 @@ impl BenchTarget {
     /// When a registered group of this target never ran: its entry is stale.
     pub fn finish(mut self) {
         self.calibrate();
+        if let Some(driver) = self.paired.as_mut() {
+            // Driven: the driver chose the ids; no staleness check, no summary.
+            driver.finish();
+            return;
+        }
         let args: Vec<String> = std::env::args().skip(1).collect();
         if !is_filtered(&args) {
             let stale: Vec<&str> = self
@@ -375,6 +385,7 @@ pub struct Group<'a> {
     name: String,
     spec: GroupSpec,
     throughput: Option<Throughput>,
+    paired: Option<&'a mut Driver>,
 }
 
 impl<'a> Group<'a> {
@@ -446,7 +457,9 @@ impl<'a> Group<'a> {
             self.spec.throughput == ThroughputKind::None || self.throughput.is_some(),
             "{id}: units.toml gives a throughput; declare it before benchmarking"
         );
-        if tier.is_empty() {
+        if let Some(driver) = self.paired.as_deref_mut() {
+            driver.offer(&self.name, implementation, tier, &id, routine);
+        } else if tier.is_empty() {
             self.inner.bench_function(implementation, routine);
         } else {
             self.inner

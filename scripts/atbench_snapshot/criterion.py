@@ -2,8 +2,8 @@
 
 Owns: finding every `<criterion dir>/**/new/benchmark.json`, taking the id from its
 `full_id` (never the mangled folder name), the throughput from its `throughput`, and the
-median with its confidence interval (ns) from the sibling `new/estimates.json`; and the id
-grammar `<area>.<operation>/<implementation>[.<variant>]/<tier>`.
+median with its confidence interval (ns) from the sibling `new/estimates.json`, the fastest
+sample from `new/sample.json` (what the paired re-measurement compares); and the id grammar `<area>.<operation>/<implementation>[.<variant>]/<tier>`.
 
 Criterion's JSON is not a stable interface, which is why the workspace pins it exactly and
 scripts/tests/fixtures/criterion-0.8.2/ holds real captured output.
@@ -128,3 +128,28 @@ def read_criterion_dir(criterion_dir: Path) -> dict[str, Result]:
             "(run `cargo bench --features bench-internals` first)"
         )
     return dict(sorted(results.items()))
+
+
+def fastest_sample_ns(benchmark_json: Path) -> float:
+    """The fastest per-iteration time (ns) among the samples of the sibling `new/sample.json`
+    (Criterion 0.8.2: {"iters": [...], "times": [total ns per sample]}). The paired
+    re-measurement compares this, not the median: a process that shares its cores only ever
+    gets slower, so the least disturbed sample is the closest to the code's own time."""
+    sample = _load_json(benchmark_json.with_name("sample.json"))
+    try:
+        pairs = [(float(t), float(i)) for t, i in zip(sample["times"], sample["iters"], strict=True) if float(i) > 0]
+    except (KeyError, TypeError, ValueError) as error:
+        raise CriterionError(f"unexpected Criterion sample near {benchmark_json}: {error}") from error
+    if not pairs:
+        raise CriterionError(f"no samples in {benchmark_json.with_name('sample.json')}")
+    return min(t / i for t, i in pairs)
+
+
+def read_fastest_dir(criterion_dir: Path) -> dict[str, float]:
+    """{full id: fastest_sample_ns} for every benchmark under `criterion_dir`."""
+    found: dict[str, float] = {}
+    for path in sorted(criterion_dir.rglob("new/benchmark.json")):
+        full_id = _load_json(path).get("full_id")
+        if isinstance(full_id, str):
+            found[full_id] = fastest_sample_ns(path)
+    return found

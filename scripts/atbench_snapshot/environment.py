@@ -11,23 +11,15 @@ import hashlib
 import json
 import os
 import platform
-import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from . import machine
+from .proc import output as _run
 
 NO_DATASET = "none (in-memory sample)"
 
-
-def _run(command: list[str], cwd: Path) -> str | None:
-    """stdout of a command, or None when it cannot run or fails."""
-    try:
-        completed = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return completed.stdout if completed.returncode == 0 else None
 
 
 def git_state(root: Path) -> dict[str, Any]:

@@ -1,7 +1,10 @@
 """Human-readable units: durations (ns/µs/ms/s), throughput (B/s..GiB/s, elem/s..Gelem/s),
-signed percentages and ratios. Owns every number-to-text conversion the report and charts use."""
+signed percentages and ratios. Owns every number-to-text conversion the report and charts use,
+and the one text-to-number conversion of the command lines: `percentage`."""
 
 from __future__ import annotations
+
+import argparse
 
 TIME_UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
 BYTE_RATE_UNITS = [(1024.0**4, "TiB/s"), (1024.0**3, "GiB/s"), (1024.0**2, "MiB/s"), (1024.0, "KiB/s"), (1.0, "B/s")]
@@ -73,3 +76,14 @@ def cores_busy(latency: dict) -> str:
     """CPU time per second of wall time (cores kept busy on average), '—' when not recorded."""
     cpu = latency.get("cpu_ns_per_op")
     return "—" if cpu is None else f"{cpu * latency['ops_per_sec'] / 1e9:.2f}"
+
+
+def percentage(value: str) -> float:
+    """An argparse type: a non-negative percentage, as a fraction ("5" -> 0.05)."""
+    try:
+        percent = float(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a percentage") from error
+    if percent < 0:
+        raise argparse.ArgumentTypeError("a percentage floor cannot be negative")
+    return percent / 100

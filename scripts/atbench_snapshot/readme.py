@@ -25,7 +25,8 @@ from . import humanize
 from .compare import CALIBRATION_ID
 from .criterion import tier_sort_key
 from .registry import Group
-from .report import PEER_HEADERS, cell, peer_comparison, table
+from .markdown import cell, table
+from .report import PEER_HEADERS, peer_comparison
 
 Results = dict[str, dict[str, Any]]
 

@@ -1,7 +1,7 @@
 """The registry of units of work, `benches/units.toml`.
 
 Owns: parsing and validating the `[groups."<area>.<operation>"]` tables (target, unit,
-throughput, compare, probe) and deciding each result's role:
+throughput, compare, probe, calibration, peers, floor_probes) and deciding each result's role:
   "compare"       the group is registered, not a probe, and the implementation is in `compare`:
                   the row goes into the same-run comparison table of its group and tier;
   "probe"         the group has `probe = true`, or the implementation is not in `compare`:
@@ -42,6 +42,8 @@ class Group:
     calibration: str | None = None
     # {peer implementation: {"same_as": [ours...], "note": "..."}} (units.toml `peers`)
     peers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # {baseline implementation: its floor probe's implementation} (units.toml `floor_probes`)
+    floor_probes: dict[str, str] = field(default_factory=dict)
 
 
 def _check_chars(part: str, what: str, pattern: re.Pattern[str]) -> None:
@@ -114,7 +116,27 @@ def _group(name: str, table: Any) -> Group:
     if calibration is not None and not isinstance(calibration, str):
         raise RegistryError(f'[groups."{name}"] calibration must name a calibrate.* group')
     peers = _peers(name, table.get("peers", {}), compare)
-    return Group(name, table["target"], table["unit"], table["throughput"], tuple(compare), probe, calibration, peers)
+    floor_probes = _floor_probes(name, table.get("floor_probes", {}))
+    return Group(
+        name, table["target"], table["unit"], table["throughput"], tuple(compare), probe, calibration, peers, floor_probes
+    )
+
+
+def _floor_probes(name: str, table: Any) -> dict[str, str]:
+    """`floor_probes = { "<baseline implementation>" = "<probe implementation>" }`: both names in
+    the id grammar; the probe's rows are ids of the same group and tiers."""
+    where = f'[groups."{name}"] floor_probes'
+    if not isinstance(table, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in table.items()):
+        raise RegistryError(f'{where} must be a table of "baseline" = "probe" implementation names')
+    for baseline, probe in table.items():
+        try:
+            check_implementation(baseline)
+            check_implementation(probe)
+        except RegistryError as error:
+            raise RegistryError(f"{where}: {error}") from error
+        if baseline == probe:
+            raise RegistryError(f"{where}: {baseline!r} cannot be its own probe")
+    return dict(table)
 
 
 def _peers(name: str, table: Any, compare: list[str]) -> dict[str, dict[str, Any]]:

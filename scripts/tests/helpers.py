@@ -29,7 +29,9 @@ def make_root(base: Path, units_text: str | None = None) -> Path:
 
 
 def run_snapshot(root: Path, run: str | Path, label: str, now: str, *extra: str) -> tuple[int, str, str]:
-    """bench_snapshot.main on a captured run (name like "run-a", or a directory); (status, stdout, stderr)."""
+    """bench_snapshot.main on a captured run (name like "run-a", or a directory); (status, stdout, stderr).
+    With --no-remeasure (no builds: these tests are about the snapshot) unless `extra` holds
+    "--remeasure-here"."""
     criterion_dir = run if isinstance(run, Path) else CRITERION / run
     argv = [
         "--root",
@@ -42,8 +44,9 @@ def run_snapshot(root: Path, run: str | Path, label: str, now: str, *extra: str)
         label,
         "--now",
         now,
-        *extra,
+        *(extra if "--remeasure-here" in extra else ("--no-remeasure", *extra)),
     ]
+    argv = [a for a in argv if a != "--remeasure-here"]
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         status = bench_snapshot.main(argv)

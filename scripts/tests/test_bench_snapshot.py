@@ -169,6 +169,7 @@ class CliErrorTest(TempRootCase):
                 "script",
                 "--now",
                 T1,
+                "--no-remeasure",
             ],
             capture_output=True,
             text=True,
@@ -187,7 +188,8 @@ class VerdictTest(TempRootCase):
         self.table = md_section(self.md, "Changes against")
 
     def verdict_of(self, full_id: str) -> str:
-        return md_row(self.table, f"`{full_id}`").rstrip(" |").rsplit("| ", 1)[1]
+        # The cross-run column, before the last one (paired: "—" under --no-remeasure).
+        return md_row(self.table, f"`{full_id}`").rstrip(" |").rsplit(" | ", 2)[1]
 
     def test_regression_improvement_and_noise_from_captured_runs(self) -> None:
         self.assertEqual(self.verdict_of("codec.crc32/bitwise/64B"), "**regression**")
@@ -198,19 +200,21 @@ class VerdictTest(TempRootCase):
         self.assertEqual(self.verdict_of("store.list_records/ours/1k"), "within noise")
         # Same work, but +6.5 % with intervals apart: the rule sees a real shift (see fixtures/README.md).
         self.assertEqual(self.verdict_of("codec.base64_encode/scalar/1KiB"), "**regression**")
-        verdicts = md_section(self.md, "Verdicts")
-        self.assertIn("**2 regression(s), 1 improvement(s)** against bench-20261130T190000Z.json", verdicts)
+        verdicts = md_section(self.md, "Cross-run deltas")
+        self.assertIn("2 regression(s), 1 improvement(s) across runs (not verdicts) against bench-20261130T190000Z.json", verdicts)
         self.assertIn("3 within noise, 0 new, 0 vanished", verdicts)
-        # The flagged rows open the report, largest |Δ time| first.
+        # The moved rows open the cross-run section, largest |Δ time| first.
         flagged = [line.split("`")[1] for line in verdicts.splitlines() if line.startswith("| `")]
         self.assertEqual(
             flagged, ["codec.crc32/bitwise/64B", "codec.crc32/table/64B", "codec.base64_encode/scalar/1KiB"]
         )
-        self.assertLess(self.md.index("## Verdicts"), self.md.index("## The run"))
+        self.assertLess(self.md.index("## Verdicts (paired"), self.md.index("## Cross-run deltas"))
+        self.assertLess(self.md.index("## Cross-run deltas"), self.md.index("## The run"))
+        self.assertIn("**No verdicts: not re-measured (--no-remeasure).**", md_section(self.md, "Verdicts (paired"))
 
     def test_delta_columns(self) -> None:
         row = md_row(self.table, "`codec.crc32/bitwise/64B`")
-        expected = "| 689 ns | 147 ns | 88.6 MiB/s | +367.5% | -78.6% | +365.5% | **regression** |"
+        expected = "| 689 ns | 147 ns | 88.6 MiB/s | +367.5% | -78.6% | +365.5% | **regression** | — |"
         self.assertEqual(row, "| `codec.crc32/bitwise/64B` " + expected)
         row = md_row(self.table, "`store.open/ours.nosync`")
         self.assertIn("| — | +0.8% | n/a | +0.4% |", row)  # no throughput declared
@@ -237,7 +241,7 @@ class VerdictTest(TempRootCase):
     def test_new_and_vanished_without_renames(self) -> None:
         self.snapshot("run-c", T3)
         table = md_section(latest_md(self.root), "Changes against")
-        self.assertTrue(md_row(table, "`codec.crc32/table-256/64B`").endswith("| new |"))
+        self.assertTrue(md_row(table, "`codec.crc32/table-256/64B`").endswith("| new | — |"))
         self.assertIn(
             "Vanished since the baseline (not in this run): `codec.crc32/table/64B`, `store.list_records/ours/1k`",
             table,
@@ -269,7 +273,7 @@ class CalibrationTest(TempRootCase):
         self.snapshot("run-a", T1)
         self.snapshot(run_b, T2)
         # Without a calibration kernel the machine cannot be shown to be the same: no verdicts ...
-        self.assertIn("no calibration kernel in common", md_section(latest_md(self.root), "Verdicts"))
+        self.assertIn("no calibration kernel in common", md_section(latest_md(self.root), "Cross-run deltas"))
         # ... unless the baseline is chosen by hand; then Δ vs calibration reads n/a.
         first = self.root / "bench-history" / f"bench-{stamp_of(T1)}.json"
         self.snapshot(run_b, T3, "--baseline", str(first))
@@ -285,12 +289,12 @@ class RenameTest(TempRootCase):
         self.snapshot("run-a", T1)
         self.snapshot("run-c", T2)
         table = md_section(latest_md(self.root), "Changes against")
-        self.assertIn("0 new, 0 vanished", md_section(latest_md(self.root), "Verdicts"))
+        self.assertIn("0 new, 0 vanished", md_section(latest_md(self.root), "Cross-run deltas"))
         self.assertIn("2 id(s) renamed via renames.json", table)
         self.assertIn("| 150 ns | 151 ns |", md_row(table, "`codec.crc32/table-256/64B`"))
-        self.assertTrue(md_row(table, "`store.list_page/ours/1k`").endswith("| within noise |"))
+        self.assertTrue(md_row(table, "`store.list_page/ours/1k`").endswith("| within noise | — |"))
         # Same work, -8.4 % with intervals apart: flagged as the rule says (see fixtures/README.md).
-        self.assertTrue(md_row(table, "`store.open/ours.nosync`").endswith("| **improvement** |"))
+        self.assertTrue(md_row(table, "`store.open/ours.nosync`").endswith("| **improvement** | — |"))
         self.assertEqual(
             snapshot_json(self.root, T2)["baseline"],
             {
@@ -458,10 +462,10 @@ class HistoryTest(TempRootCase):
     def test_no_previous_snapshot(self) -> None:
         self.snapshot("run-a", T1, label="first")
         md = latest_md(self.root)
-        self.assertIn("No earlier snapshot in bench-history: medians only, no verdicts.", md)
+        self.assertIn("No earlier snapshot in bench-history: medians only.", md)
         self.assertEqual(
             md_row(md_section(md, "Results"), "`codec.crc32/table/64B`"),
-            "| `codec.crc32/table/64B` | 151 ns | 150 ns – 151 ns | 405 MiB/s |",
+            "| `codec.crc32/table/64B` | 151 ns | 150 ns – 151 ns | 405 MiB/s | — |",
         )
         self.assertNotIn("Δ time", md)
         self.assertIsNone(snapshot_json(self.root, T1)["baseline"])

@@ -47,8 +47,8 @@ class BaselineSearchTest(MachineCase):
     def test_same_machine_same_work_flags_nothing(self) -> None:
         self.snapshot("run-a", T1)
         self.snapshot("run-a", T2)
-        verdicts = md_section(latest_md(self.root), "Verdicts")
-        self.assertIn("**0 regression(s), 0 improvement(s)**", verdicts)
+        verdicts = md_section(latest_md(self.root), "Cross-run deltas")
+        self.assertIn("0 regression(s), 0 improvement(s) across runs (not verdicts)", verdicts)
         self.assertIn("the newest same-machine snapshot", verdicts)
 
     def test_another_machine_gives_no_verdicts_and_says_why(self) -> None:
@@ -56,8 +56,8 @@ class BaselineSearchTest(MachineCase):
         self.edit(T1, lambda s: s["fingerprint"].update(cpu_model="Intel Xeon", cores=4))
         self.snapshot("run-b", T2)
         md = latest_md(self.root)
-        opening = "\n".join(md.splitlines()[:6])
-        self.assertIn("No verdicts: no earlier snapshot ran on this machine.", opening)
+        opening = md_section(md, "Cross-run deltas")
+        self.assertIn("No cross-run deltas: no earlier snapshot ran on this machine.", opening)
         self.assertIn(f"bench-{stamp_of(T1)}.json", opening)
         self.assertIn("CPU Intel Xeon", opening)
         self.assertIn("cores 4", opening)
@@ -72,7 +72,7 @@ class BaselineSearchTest(MachineCase):
         self.snapshot("run-a", T1)
         self.edit(T1, lambda s: s["fingerprint"].update(cpu_features=["avx2", "made_up"]))
         self.snapshot("run-a", T2)
-        opening = md_section(latest_md(self.root), "Verdicts")
+        opening = md_section(latest_md(self.root), "Cross-run deltas")
         self.assertIn("adds made_up", opening)
 
     def test_calibration_more_than_ten_percent_apart_withholds(self) -> None:
@@ -83,7 +83,7 @@ class BaselineSearchTest(MachineCase):
 
         self.edit(T1, slower)
         self.snapshot("run-a", T2)
-        self.assertIn("calibration `calibrate.cpu/fixed/1MiB` -16.", md_section(latest_md(self.root), "Verdicts"))
+        self.assertIn("calibration `calibrate.cpu/fixed/1MiB` -16.", md_section(latest_md(self.root), "Cross-run deltas"))
 
     def test_skips_other_machines_to_the_newest_same_machine_snapshot(self) -> None:
         self.snapshot("run-a", T1)
@@ -101,13 +101,13 @@ class BaselineSearchTest(MachineCase):
 
         self.edit(T1, schema_one)
         self.snapshot("run-b", T2)
-        self.assertIn("unknown machine", md_section(latest_md(self.root), "Verdicts"))
+        self.assertIn("unknown machine", md_section(latest_md(self.root), "Cross-run deltas"))
         # Still usable by hand, with the warning above the verdicts.
         first = self.root / "bench-history" / f"bench-{stamp_of(T1)}.json"
         self.snapshot("run-b", T3, "--baseline", str(first))
-        verdicts = md_section(latest_md(self.root), "Verdicts")
+        verdicts = md_section(latest_md(self.root), "Cross-run deltas")
         self.assertIn("Baseline chosen by hand from a machine that differs", verdicts)
-        self.assertIn("**2 regression(s), 1 improvement(s)**", verdicts)
+        self.assertIn("2 regression(s), 1 improvement(s) across runs", verdicts)
 
 
 class DifferencesTest(unittest.TestCase):
