@@ -145,6 +145,8 @@ class NothingTouchedTest(unittest.TestCase):
             root = Path(tmp) / "repo"
             shutil.copytree(FIXTURES / "ab_bench", root)
             (root / "benches" / "units.toml").write_text((FIXTURES / "units.toml").read_text())
+            # As in the real repository, the report page the snapshot writes is not tracked.
+            (root / ".gitignore").write_text("/bench-artifacts\n")
             for args in (["init", "-q"], ["add", "-A"],
                          ["-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "base"]):
                 subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
