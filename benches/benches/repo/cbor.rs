@@ -22,8 +22,8 @@ use benches::registry::size_tier;
 use benches::target::BenchTarget;
 use criterion::Throughput;
 use repo::Cid;
-use sha2::Digest;
 use repo::cbor::{self, Value, ValueRef};
+use sha2::Digest;
 
 use benches::corpus::Corpus;
 

@@ -16,14 +16,14 @@ mod sync;
 mod versions;
 
 // One module per Rust peer crate beyond those wired in cbor.rs and mst.rs.
+#[cfg(feature = "peers-rust")]
+mod peer_atproto_repo;
 mod peer_dagcbor06;
 mod peer_dasl;
 mod peer_iroh_car;
-mod peer_proto_blue;
-#[cfg(feature = "peers-rust")]
-mod peer_atproto_repo;
 #[cfg(feature = "peers-rust")]
 mod peer_jacquard;
+mod peer_proto_blue;
 #[cfg(feature = "peers-rust")]
 mod peer_rsky;
 

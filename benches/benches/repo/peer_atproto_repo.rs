@@ -3,7 +3,7 @@
 //! (atproto-identity and its DNS resolver come with it). Its codec row is
 //! `atproto-dasl`'s.
 //!
-//! `repo.mst_add/atproto-repo/<tier>`: `Mst::from_root` over a storage
+//! `repo.mst_add/atproto-repo[.nonidentical]/<tier>`: `Mst::from_root` over a storage
 //! that reads the base tree's blocks and keeps this iteration's writes
 //! (cleared every iteration, as ours), `insert` (loads the path's nodes,
 //! writes the new ones, returns the new root). Its futures never wait, so
@@ -40,11 +40,7 @@ impl BlockStorage for Overlay<'_> {
     }
 
     async fn get(&self, cid: &ACid) -> Result<Option<Vec<u8>>, StorageError> {
-        Ok(self
-            .writes
-            .get(cid)
-            .or_else(|| self.base.get(cid))
-            .cloned())
+        Ok(self.writes.get(cid).or_else(|| self.base.get(cid)).cloned())
     }
 
     async fn contains(&self, cid: &ACid) -> Result<bool, StorageError> {
@@ -102,11 +98,22 @@ pub fn mst_add(
         writes = Some(tree.into_storage().writes);
         new_root
     };
+    // A tree it builds differently from ours (and from the reference
+    // implementation's roots our tests pin) is benchmarked as an adjacent
+    // probe, as atrium-repo's are in mst.rs.
+    let mut name = NAME.to_owned();
     for (key, want) in pool.iter().zip(roots) {
-        assert_eq!(add(key), Some(acid(want)), "atproto-repo root after adding {key}");
+        let got = add(key);
+        if got != Some(acid(want)) {
+            eprintln!(
+                "atbench: atproto-repo reaches root {got:?} after adding {key} to the {tier} tree, ours {want}; adjacent probe"
+            );
+            name = format!("{NAME}.nonidentical");
+            break;
+        }
     }
     let mut i = 0usize;
-    group.bench(NAME, tier, |b| {
+    group.bench(&name, tier, |b| {
         b.iter(|| {
             let key = &pool[i % pool.len()];
             i += 1;

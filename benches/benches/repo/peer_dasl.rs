@@ -21,9 +21,7 @@ pub const CBOR: CborPeer = CborPeer {
 
 fn encoder(bytes: &[u8]) -> EncodeFn<'static> {
     let v: Ipld = drisl::from_slice(bytes).expect("atproto-dasl decodes the record");
-    Box::new(move |out: &mut Vec<u8>| {
-        drisl::to_writer(&mut *out, black_box(&v)).expect("encodes")
-    })
+    Box::new(move |out: &mut Vec<u8>| drisl::to_writer(&mut *out, black_box(&v)).expect("encodes"))
 }
 
 fn decode(bytes: &[u8]) -> bool {

@@ -106,12 +106,8 @@ pub fn commit_sign(group: &mut Group<'_>, alg: Algorithm, alg_name: &str, want: 
     let secret = benches::inputs::commit_secret();
     let sign = |u: UnsignedCommit<jacquard_common::DefaultStr>| -> Vec<u8> {
         let signed = match alg {
-            Algorithm::K256 => {
-                u.sign(&k256::ecdsa::SigningKey::from_slice(&secret).expect("k256"))
-            }
-            Algorithm::P256 => {
-                u.sign(&p256::ecdsa::SigningKey::from_slice(&secret).expect("p256"))
-            }
+            Algorithm::K256 => u.sign(&k256::ecdsa::SigningKey::from_slice(&secret).expect("k256")),
+            Algorithm::P256 => u.sign(&p256::ecdsa::SigningKey::from_slice(&secret).expect("p256")),
         };
         signed.and_then(|c| c.to_cbor()).unwrap_or_default()
     };
@@ -125,7 +121,11 @@ pub fn commit_sign(group: &mut Group<'_>, alg: Algorithm, alg_name: &str, want: 
         });
         eprintln!(
             "atbench: jacquard-repo signs {alg_name} differently from ours (our verify {}); adjacent probe",
-            if ours_accepts { "accepts it" } else { "rejects it" }
+            if ours_accepts {
+                "accepts it"
+            } else {
+                "rejects it"
+            }
         );
         format!("{NAME}.{alg_name}.nonidentical")
     };
@@ -150,14 +150,17 @@ pub fn commit_verify(
         bytes: compressed_public.to_vec().into(),
     };
     let verify = |block: &[u8]| -> bool {
-        Commit::<jacquard_common::DefaultStr>::from_cbor(block).is_ok_and(|c| c.verify(&key).is_ok())
+        Commit::<jacquard_common::DefaultStr>::from_cbor(block)
+            .is_ok_and(|c| c.verify(&key).is_ok())
     };
     assert!(verify(block), "jacquard-repo rejects our {alg_name} commit");
     let mut bad = block.to_vec();
     let last = bad.len() - 1;
     bad[last] ^= 1;
     assert!(!verify(&bad), "jacquard-repo accepts a broken signature");
-    group.bench(&format!("{NAME}.{alg_name}"), "", |b| b.iter(|| verify(black_box(block))));
+    group.bench(&format!("{NAME}.{alg_name}"), "", |b| {
+        b.iter(|| verify(black_box(block)))
+    });
 }
 
 /// `repo.car_read/jacquard-repo.nohash/<tier>`: `parse_car_bytes` (iroh-car
@@ -192,7 +195,10 @@ fn decode(frame: &[u8]) -> Option<Box<jacquard_api::com_atproto::sync::subscribe
 /// its generated lexicon types; every corpus frame checked first.
 pub fn frame(group: &mut Group<'_>, frames: &[Vec<u8>]) {
     for f in frames {
-        assert!(decode(f).is_some(), "jacquard-repo decodes every corpus #commit frame");
+        assert!(
+            decode(f).is_some(),
+            "jacquard-repo decodes every corpus #commit frame"
+        );
     }
     let mut i = 0usize;
     group.bench(NAME, "commit", |b| {
@@ -208,9 +214,13 @@ pub fn frame(group: &mut Group<'_>, frames: &[Vec<u8>]) {
 /// (CAR parsed without hash checks, commit signature against the key, ops
 /// inverted on its MST back to `prevData`), each author's key in its
 /// `PublicKey` form built once in setup. Checked to accept every corpus
-/// frame and to reach the commit's data root; an adjacent probe (no
-/// block hash check).
-pub fn frame_verify(group: &mut Group<'_>, frames: &[Vec<u8>], keys: &HashMap<String, repo::crypto::PublicKey>) {
+/// frame (else the row is left out, with a line saying so); an adjacent
+/// probe (no block hash check).
+pub fn frame_verify(
+    group: &mut Group<'_>,
+    frames: &[Vec<u8>],
+    keys: &HashMap<String, repo::crypto::PublicKey>,
+) {
     let rt = runtime();
     let keys: HashMap<String, PublicKey<'static>> = keys
         .iter()

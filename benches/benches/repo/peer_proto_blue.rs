@@ -83,7 +83,12 @@ fn unsigned(ours: &repo::commit::UnsignedCommit) -> UnsignedCommit {
 
 /// `repo.commit_sign/proto-blue-repo.<alg>`: sign and encode; checked
 /// byte-equal to our signed block (`want`).
-pub fn commit_sign(group: &mut Group<'_>, alg: repo::crypto::Algorithm, alg_name: &str, want: &[u8]) {
+pub fn commit_sign(
+    group: &mut Group<'_>,
+    alg: repo::crypto::Algorithm,
+    alg_name: &str,
+    want: &[u8],
+) {
     let secret = benches::inputs::commit_secret();
     let key = keypair(alg, &secret);
     let commit = unsigned(&benches::inputs::unsigned_commit());
@@ -118,12 +123,12 @@ pub fn commit_verify(
         "proto-blue-repo derives another {alg_name} public key"
     );
     let verifier: Box<dyn Verifier> = match alg {
-        repo::crypto::Algorithm::K256 => Box::new(
-            K256Keypair::verifier_from_compressed(compressed_public).expect("k256 key"),
-        ),
-        repo::crypto::Algorithm::P256 => Box::new(
-            P256Keypair::verifier_from_compressed(compressed_public).expect("p256 key"),
-        ),
+        repo::crypto::Algorithm::K256 => {
+            Box::new(K256Keypair::verifier_from_compressed(compressed_public).expect("k256 key"))
+        }
+        repo::crypto::Algorithm::P256 => {
+            Box::new(P256Keypair::verifier_from_compressed(compressed_public).expect("p256 key"))
+        }
     };
     let verify = |block: &[u8]| -> bool {
         let Ok(v) = proto_blue_lex_cbor::decode(block) else {
@@ -136,12 +141,17 @@ pub fn commit_verify(
             .to_signing_bytes()
             .is_ok_and(|m| verifier.verify(&m, &c.sig).unwrap_or(false))
     };
-    assert!(verify(block), "proto-blue-repo rejects our {alg_name} commit");
+    assert!(
+        verify(block),
+        "proto-blue-repo rejects our {alg_name} commit"
+    );
     let mut bad = block.to_vec();
     let last = bad.len() - 1;
     bad[last] ^= 1;
     assert!(!verify(&bad), "proto-blue-repo accepts a broken signature");
-    group.bench(&format!("{NAME}.{alg_name}"), "", |b| b.iter(|| verify(black_box(block))));
+    group.bench(&format!("{NAME}.{alg_name}"), "", |b| {
+        b.iter(|| verify(black_box(block)))
+    });
 }
 
 /// The public key of the peer's own key pair for `alg` (compressed SEC1),
@@ -173,7 +183,9 @@ fn import(car: &[u8]) -> Result<usize, proto_blue_repo::RepoError> {
 /// `repo.car_read/proto-blue-repo/<tier>`; checked to list `n` records.
 pub fn car_read(group: &mut Group<'_>, tier: &str, car: &[u8], n: usize) {
     assert_eq!(import(car).expect("proto-blue-repo imports our CAR"), n);
-    group.bench(NAME, tier, |b| b.iter(|| import(black_box(car)).map_or(0, |n| n)));
+    group.bench(NAME, tier, |b| {
+        b.iter(|| import(black_box(car)).map_or(0, |n| n))
+    });
 }
 
 /// `repo.mst_add/proto-blue-repo/<tier>`: load the base tree (all of it:
@@ -200,7 +212,11 @@ pub fn mst_add(
     };
     for (key, want) in pool.iter().zip(roots) {
         let (got, _) = add(key).expect("proto-blue-repo adds");
-        assert_eq!(got.to_bytes(), want.to_bytes(), "proto-blue-repo root after adding {key}");
+        assert_eq!(
+            got.to_bytes(),
+            want.to_bytes(),
+            "proto-blue-repo root after adding {key}"
+        );
     }
     let mut i = 0usize;
     group.bench(NAME, tier, |b| {
@@ -234,7 +250,10 @@ fn frame_decode(frame: &[u8]) -> bool {
 /// to decode to a `#commit` first.
 pub fn frame(group: &mut Group<'_>, frames: &[Vec<u8>]) {
     for f in frames {
-        assert!(frame_decode(f), "proto-blue-repo decodes every corpus #commit frame");
+        assert!(
+            frame_decode(f),
+            "proto-blue-repo decodes every corpus #commit frame"
+        );
     }
     let mut i = 0usize;
     group.bench(NAME, "commit", |b| {

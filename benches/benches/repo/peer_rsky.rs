@@ -118,7 +118,11 @@ pub fn commit_sign(group: &mut Group<'_>, alg: Algorithm, alg_name: &str, want: 
             .and_then(|c| Ok(serde_ipld_dagcbor_06::to_vec(&c)?))
             .unwrap_or_default()
     };
-    assert_eq!(sign(unsigned()), want, "rsky-repo signs {alg_name} differently");
+    assert_eq!(
+        sign(unsigned()),
+        want,
+        "rsky-repo signs {alg_name} differently"
+    );
     group.bench(&format!("{NAME}.{alg_name}"), "", |b| {
         b.iter(|| sign(black_box(unsigned())).len())
     });

@@ -16,14 +16,7 @@ pub type CommitVerifier = fn(&mut Group<'_>, Algorithm, &str, &[u8], &[u8]);
 pub type CarReader = fn(&mut Group<'_>, &str, &[u8], usize);
 /// Adds `repo.mst_add/<peer>/<tier>`: the base tree's blocks and root,
 /// the key pool, and our roots after each of the pool's first keys.
-pub type MstAdder = fn(
-    &mut Group<'_>,
-    &str,
-    &HashMap<Cid, Vec<u8>>,
-    Cid,
-    &[String],
-    &[Cid],
-);
+pub type MstAdder = fn(&mut Group<'_>, &str, &HashMap<Cid, Vec<u8>>, Cid, &[String], &[Cid]);
 /// Adds `repo.frame_decode/<peer>/commit` over the corpus frames.
 pub type FrameDecoder = fn(&mut Group<'_>, &[Vec<u8>]);
 /// Adds `repo.frame_verify/<peer>[.<variant>]/commit` over the corpus

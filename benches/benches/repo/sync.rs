@@ -139,6 +139,15 @@ fn commits(target: &mut BenchTarget) {
                 &public.to_compressed(),
             );
         }
+        // The floor under every row of this algorithm: the ECDSA verify
+        // alone on the commit's digest (the library call ours and the
+        // RustCrypto peers all end in; no decode, no hashing).
+        let c = CommitRef::decode(&block).expect("decodes");
+        let (digest, sig) = (c.signing_digest(), c.sig.to_vec());
+        public.verify_digest(&digest, &sig).expect("verifies");
+        group.bench(&format!("{name}-only"), "", |b| {
+            b.iter(|| public.verify_digest(black_box(&digest), &sig).is_ok())
+        });
         if key.algorithm() != Algorithm::K256 {
             continue;
         }

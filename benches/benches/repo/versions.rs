@@ -31,7 +31,10 @@ fn locked(name: &str) -> Vec<&'static str> {
     let mut versions = Vec::new();
     let mut lines = LOCK.lines();
     while let Some(line) = lines.next() {
-        if line.strip_prefix("name = \"").and_then(|r| r.strip_suffix('"')) == Some(name)
+        if line
+            .strip_prefix("name = \"")
+            .and_then(|r| r.strip_suffix('"'))
+            == Some(name)
             && let Some(v) = lines
                 .next()
                 .and_then(|l| l.strip_prefix("version = \""))
