@@ -260,6 +260,9 @@ fn to_json(target: &mut BenchTarget, records: &[(&'static str, Vec<u8>)]) {
     group.finish();
 }
 
+/// A peer's CID of a block, as bytes.
+type CidFn = fn(&[u8]) -> Vec<u8>;
+
 fn cid(target: &mut BenchTarget, like: &[u8]) {
     let mut group = target.group("repo.cid");
     let inputs = [
@@ -276,7 +279,7 @@ fn cid(target: &mut BenchTarget, like: &[u8]) {
             b.iter(|| Cid::for_dag_cbor(black_box(input)))
         });
         // Peers: the same CIDv1 (dag-cbor, sha2-256) as bytes, checked equal.
-        let peers: [(&str, fn(&[u8]) -> Vec<u8>); 2] = [
+        let peers: [(&str, CidFn); 2] = [
             ("atproto-dasl", crate::peer_dasl::cid),
             ("proto-blue-repo", crate::peer_proto_blue::cid),
         ];
