@@ -8,6 +8,13 @@
 //! value to encode back to them; a peer that could not would be benchmarked
 //! under a `.nonidentical` variant, which units.toml leaves out of the
 //! comparison. Encoders append to a cleared, reused buffer.
+//!
+//! The later codec peers (one module each: `peer_dagcbor06`, `peer_dasl`,
+//! `peer_proto_blue`; jacquard-repo and rsky-repo encode with
+//! serde_ipld_dagcbor 0.6, atproto-repo with atproto-dasl, so those rows
+//! stand for them) plug in as [`CborPeer`]s: each decodes
+//! the record with its own decoder in setup (checked to re-encode to the
+//! record's bytes) and encodes that value when timed.
 
 use std::hint::black_box;
 
@@ -16,6 +23,7 @@ use benches::target::BenchTarget;
 use criterion::Throughput;
 use repo::Cid;
 use repo::cbor::{self, Value, ValueRef};
+use sha2::Digest;
 
 use benches::corpus::Corpus;
 
@@ -93,7 +101,30 @@ fn to_serde_cbor(v: &ValueRef<'_>) -> serde_cbor::Value {
 }
 
 /// An encoder under test: writes the value it was set up with into `out`.
-type EncodeFn<'a> = Box<dyn FnMut(&mut Vec<u8>) + 'a>;
+pub type EncodeFn<'a> = Box<dyn FnMut(&mut Vec<u8>) + 'a>;
+
+/// A peer DAG-CBOR codec working on its own generic value type.
+pub struct CborPeer {
+    /// The implementation name in ids.
+    pub name: &'static str,
+    /// Decodes `bytes` into the peer's value (setup, untimed) and returns
+    /// an encoder of that value.
+    pub encoder: fn(&[u8]) -> EncodeFn<'static>,
+    /// The timed decode: `bytes` into the peer's value, true when it
+    /// decoded.
+    pub decode: fn(&[u8]) -> bool,
+    /// Decode then encode again (setup): must give `bytes` back.
+    pub round_trip: fn(&[u8]) -> Vec<u8>,
+}
+
+/// The peers of both codec groups beyond the four wired in this module.
+fn peers() -> Vec<CborPeer> {
+    vec![
+        crate::peer_dagcbor06::CBOR,
+        crate::peer_dasl::CBOR,
+        crate::peer_proto_blue::CBOR,
+    ]
+}
 
 /// The implementation name: itself if it reproduces `want`, else marked.
 fn name_for(name: &str, got: &[u8], want: &[u8]) -> String {
@@ -115,7 +146,7 @@ fn encode(target: &mut BenchTarget, records: &[(&'static str, Vec<u8>)]) {
         let ipld = to_ipld(&borrowed);
         let cib = to_ciborium(&borrowed);
         let scbor = to_serde_cbor(&borrowed);
-        let encoders: Vec<(&str, EncodeFn<'_>)> = vec![
+        let mut encoders: Vec<(&str, EncodeFn<'_>)> = vec![
             (
                 "ours",
                 Box::new(|out: &mut Vec<u8>| cbor::encode(black_box(&ours), out)),
@@ -139,6 +170,9 @@ fn encode(target: &mut BenchTarget, records: &[(&'static str, Vec<u8>)]) {
                 }),
             ),
         ];
+        for peer in peers() {
+            encoders.push((peer.name, (peer.encoder)(bytes)));
+        }
         group.throughput(Throughput::Bytes(bytes.len() as u64));
         for (name, mut enc) in encoders {
             let mut out = Vec::with_capacity(bytes.len() * 2);
@@ -197,6 +231,12 @@ fn decode(target: &mut BenchTarget, records: &[(&'static str, Vec<u8>)]) {
         group.bench(&name, tier, |b| {
             b.iter(|| ciborium::from_reader::<ciborium::Value, _>(black_box(bytes)).is_ok())
         });
+
+        for peer in peers() {
+            assert!((peer.decode)(bytes), "{} decodes the record", peer.name);
+            let name = name_for(peer.name, &(peer.round_trip)(bytes), bytes);
+            group.bench(&name, tier, |b| b.iter(|| (peer.decode)(black_box(bytes))));
+        }
     }
     group.finish();
 }
@@ -220,6 +260,9 @@ fn to_json(target: &mut BenchTarget, records: &[(&'static str, Vec<u8>)]) {
     group.finish();
 }
 
+/// A peer's CID of a block, as bytes.
+type CidFn = fn(&[u8]) -> Vec<u8>;
+
 fn cid(target: &mut BenchTarget, like: &[u8]) {
     let mut group = target.group("repo.cid");
     let inputs = [
@@ -231,8 +274,26 @@ fn cid(target: &mut BenchTarget, like: &[u8]) {
         let expected = Cid::for_dag_cbor(input);
         assert!(expected.matches(input));
         group.throughput(Throughput::Bytes(input.len() as u64));
-        group.bench("ours", &size_tier(input.len()), |b| {
+        let tier = size_tier(input.len());
+        group.bench("ours", &tier, |b| {
             b.iter(|| Cid::for_dag_cbor(black_box(input)))
+        });
+        // Peers: the same CIDv1 (dag-cbor, sha2-256) as bytes, checked equal.
+        let peers: [(&str, CidFn); 2] = [
+            ("atproto-dasl", crate::peer_dasl::cid),
+            ("proto-blue-repo", crate::peer_proto_blue::cid),
+        ];
+        for (name, peer) in peers {
+            assert_eq!(peer(input), expected.to_bytes(), "{name}: CID differs");
+            group.bench(name, &tier, |b| b.iter(|| peer(black_box(input))));
+        }
+        // The floor: SHA-256 of the same bytes through sha2 and nothing
+        // else (what `calibrate.sha256` times over its own 1 MiB); a CID is
+        // that digest plus four header bytes.
+        let digest = sha2::Sha256::digest(input);
+        assert_eq!(&expected.to_bytes()[4..], digest.as_slice());
+        group.bench("sha256-floor", &tier, |b| {
+            b.iter(|| sha2::Sha256::digest(black_box(input)))
         });
     }
     group.finish();

@@ -11,7 +11,21 @@ use benches::target::{BenchTarget, Budget};
 
 mod cbor;
 mod mst;
+mod peers;
 mod sync;
+mod versions;
+
+// One module per Rust peer crate beyond those wired in cbor.rs and mst.rs.
+#[cfg(feature = "peers-rust")]
+mod peer_atproto_repo;
+mod peer_dagcbor06;
+mod peer_dasl;
+mod peer_iroh_car;
+#[cfg(feature = "peers-rust")]
+mod peer_jacquard;
+mod peer_proto_blue;
+#[cfg(feature = "peers-rust")]
+mod peer_rsky;
 
 fn main() {
     let mut target = BenchTarget::new(
@@ -21,6 +35,7 @@ fn main() {
             quick_min: 1.5,
         },
     );
+    versions::record();
     let corpus = benches::corpus::Corpus::load();
     cbor::run(&mut target, &corpus);
     mst::run(&mut target);

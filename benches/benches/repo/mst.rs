@@ -136,6 +136,21 @@ fn add(target: &mut BenchTarget) {
                 agree = false;
             }
         }
+        // Our roots after each of the first 32 pool keys: the Rust peers
+        // in `peers::mst_adders` must reach the same ones.
+        let roots: Vec<Cid> = pool
+            .iter()
+            .take(32)
+            .map(|k| {
+                let mut t = Mst::load(&store, root);
+                t.insert(k, leaf()).expect("insert");
+                t.commit().expect("commit").root
+            })
+            .collect();
+        let base_blocks: HashMap<Cid, Vec<u8>> = at_base
+            .iter()
+            .map(|(c, b)| (Cid::from_bytes(&c.to_bytes()).expect("CID"), b.clone()))
+            .collect();
         let atrium_name = if agree {
             "atrium-repo"
         } else {
@@ -187,6 +202,9 @@ fn add(target: &mut BenchTarget) {
                 t.root()
             })
         });
+        for peer in crate::peers::mst_adders() {
+            peer(&mut group, &tier, &base_blocks, root, &pool, &roots);
+        }
     }
     group.finish();
 }

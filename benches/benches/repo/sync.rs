@@ -87,6 +87,11 @@ fn commits(target: &mut BenchTarget) {
         group.bench(name, "", |b| {
             b.iter(|| black_box(unsigned()).sign(key).to_bytes())
         });
+        // The Rust peers sign the same commit with the same secret: the
+        // same bytes (RFC 6979), so our verify accepts theirs.
+        for peer in crate::peers::commit_signers() {
+            peer(&mut group, key.algorithm(), name, &block);
+        }
         if key.algorithm() != Algorithm::K256 {
             continue;
         }
@@ -122,6 +127,26 @@ fn commits(target: &mut BenchTarget) {
                     .and_then(|c| c.verify(&public))
                     .is_ok()
             })
+        });
+        // The Rust peers verify our block (and reject it with a flipped
+        // signature bit) against the same public key.
+        for peer in crate::peers::commit_verifiers() {
+            peer(
+                &mut group,
+                key.algorithm(),
+                name,
+                &block,
+                &public.to_compressed(),
+            );
+        }
+        // The floor under every row of this algorithm: the ECDSA verify
+        // alone on the commit's digest (the library call ours and the
+        // RustCrypto peers all end in; no decode, no hashing).
+        let c = CommitRef::decode(&block).expect("decodes");
+        let (digest, sig) = (c.signing_digest(), c.sig.to_vec());
+        public.verify_digest(&digest, &sig).expect("verifies");
+        group.bench(&format!("{name}-only"), "", |b| {
+            b.iter(|| public.verify_digest(black_box(&digest), &sig).is_ok())
         });
         if key.algorithm() != Algorithm::K256 {
             continue;
@@ -187,6 +212,7 @@ fn car(target: &mut BenchTarget, like: &[u8]) {
                 export(store, *commit, &mut out)
             })
         });
+        crate::peer_iroh_car::car_write(&mut group, &count_tier(*n), &out);
         cars.push((*n, out));
     }
     group.finish();
@@ -198,6 +224,10 @@ fn car(target: &mut BenchTarget, like: &[u8]) {
         group.bench("ours.verify", &count_tier(*n), |b| {
             b.iter(|| import(black_box(car)))
         });
+        for peer in crate::peers::car_readers() {
+            peer(&mut group, &count_tier(*n), car, *n);
+        }
+        crate::peer_iroh_car::car_read(&mut group, &count_tier(*n), car);
     }
     group.finish();
 }
@@ -238,6 +268,9 @@ fn frames(target: &mut BenchTarget, corpus: &Corpus) {
             matches!(Frame::decode(black_box(f)), Ok(Frame::Commit(_)))
         })
     });
+    for peer in crate::peers::frame_decoders() {
+        peer(&mut group, frames);
+    }
     group.finish();
 
     let mut group = target.group("repo.frame_verify");
@@ -289,6 +322,9 @@ fn frames(target: &mut BenchTarget, corpus: &Corpus) {
     for (blocks, n) in &slices {
         let car = CarSlice::parse(blocks, true).expect("corpus CAR slice verifies");
         assert_eq!(car.blocks.len(), *n, "car-only: block count");
+    }
+    for peer in crate::peers::frame_verifiers() {
+        peer(&mut group, frames, keys);
     }
     if K256Backend::DEFAULT != K256Backend::RustCrypto {
         group.bench("k256-only.rustcrypto", "commit", |b| {

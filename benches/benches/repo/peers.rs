@@ -1,0 +1,81 @@
+//! The Rust peers of each `sync.rs` / `mst.rs` group, as lists of the
+//! functions that add their rows: the `peers-rust` feature adds the heavy
+//! ones, each living in its own `peer_*` module.
+
+use std::collections::HashMap;
+
+use benches::target::Group;
+use repo::Cid;
+use repo::crypto::Algorithm;
+
+/// Adds `repo.commit_sign/<peer>.<alg>`, checked byte-equal to our block.
+pub type CommitSigner = fn(&mut Group<'_>, Algorithm, &str, &[u8]);
+/// Adds `repo.commit_verify/<peer>.<alg>` for our block and public key.
+pub type CommitVerifier = fn(&mut Group<'_>, Algorithm, &str, &[u8], &[u8]);
+/// Adds `repo.car_read/<peer>/<tier>` for our CAR of `n` records.
+pub type CarReader = fn(&mut Group<'_>, &str, &[u8], usize);
+/// Adds `repo.mst_add/<peer>/<tier>`: the base tree's blocks and root,
+/// the key pool, and our roots after each of the pool's first keys.
+pub type MstAdder = fn(&mut Group<'_>, &str, &HashMap<Cid, Vec<u8>>, Cid, &[String], &[Cid]);
+/// Adds `repo.frame_decode/<peer>/commit` over the corpus frames.
+pub type FrameDecoder = fn(&mut Group<'_>, &[Vec<u8>]);
+/// Adds `repo.frame_verify/<peer>[.<variant>]/commit` over the corpus
+/// frames and their authors' keys.
+pub type FrameVerifier = fn(&mut Group<'_>, &[Vec<u8>], &HashMap<String, repo::crypto::PublicKey>);
+
+pub fn commit_signers() -> Vec<CommitSigner> {
+    vec![
+        crate::peer_proto_blue::commit_sign,
+        #[cfg(feature = "peers-rust")]
+        crate::peer_jacquard::commit_sign,
+        #[cfg(feature = "peers-rust")]
+        crate::peer_rsky::commit_sign,
+    ]
+}
+
+pub fn commit_verifiers() -> Vec<CommitVerifier> {
+    vec![
+        crate::peer_proto_blue::commit_verify,
+        #[cfg(feature = "peers-rust")]
+        crate::peer_jacquard::commit_verify,
+        #[cfg(feature = "peers-rust")]
+        crate::peer_rsky::commit_verify,
+    ]
+}
+
+pub fn car_readers() -> Vec<CarReader> {
+    vec![
+        crate::peer_proto_blue::car_read,
+        #[cfg(feature = "peers-rust")]
+        crate::peer_jacquard::car_read,
+        #[cfg(feature = "peers-rust")]
+        crate::peer_rsky::car_read,
+    ]
+}
+
+pub fn frame_decoders() -> Vec<FrameDecoder> {
+    vec![
+        crate::peer_proto_blue::frame,
+        #[cfg(feature = "peers-rust")]
+        crate::peer_jacquard::frame,
+    ]
+}
+
+pub fn mst_adders() -> Vec<MstAdder> {
+    vec![
+        crate::peer_proto_blue::mst_add,
+        #[cfg(feature = "peers-rust")]
+        crate::peer_jacquard::mst_add,
+        #[cfg(feature = "peers-rust")]
+        crate::peer_rsky::mst_add,
+        #[cfg(feature = "peers-rust")]
+        crate::peer_atproto_repo::mst_add,
+    ]
+}
+
+pub fn frame_verifiers() -> Vec<FrameVerifier> {
+    vec![
+        #[cfg(feature = "peers-rust")]
+        crate::peer_jacquard::frame_verify,
+    ]
+}
