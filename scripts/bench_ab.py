@@ -15,8 +15,9 @@ mode (benches/src/paired.rs), two live processes per area, fixtures built once e
 build older than that mode, one run per build per pair over the area's selected ids
 (atbench_snapshot/drive.py says what that costs). Per id: the ratio B/A per pair, the median
 ratio and its min-max. The verdict is "slower" or "faster" only when every pair agrees in
-direction and the median ratio is past the floor: --floor (default 2 %) or the controls'
-spread, whichever is larger. Controls are the rows the change between A and B cannot reach
+direction and the median ratio is past the floor (--floor, default 2 %, or the controls'
+spread, whichever is larger) and past the row's own noise (how far one build's measurements
+of that id moved from pair to pair; atbench_snapshot/pairing.py). Controls are the rows the change between A and B cannot reach
 (calibration kernels, peers, raw clients, third-party crates, crates outside the diff;
 atbench_snapshot/targets.py); an area the change does not reach is measured as if every crate
 it uses had changed. The report goes to bench-history/ab-<UTC>.md and stdout, with the number

@@ -18,8 +18,9 @@ baseline snapshot (the newest earlier one, or --against-tag / --baseline) names 
 that commit is checked out into <target>/paired/base, built with a target dir of its own, and
 each id of every bench target the change since that commit can reach is measured on both
 builds in pairs, seconds apart (--pairs, default 5). A verdict needs every pair to agree and
-the median ratio past the floor: 2 % or the spread of the controls (rows the change cannot
-reach), whichever is larger. Targets the change does not reach read "code unchanged";
+the median ratio past the floor (2 % or the spread of the controls, rows the change cannot
+reach, whichever is larger) and past the row's own noise (how far one build's measurements of
+it moved from pair to pair). Targets the change does not reach read "code unchanged";
 --remeasure TARGET measures one anyway; --no-remeasure skips all of it (medians only, no
 verdicts: what CI and a quick look want). The preset of the pairs is the snapshot's:
 BENCH_QUICK=1 in the environment, or --quick.

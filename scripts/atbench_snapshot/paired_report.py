@@ -41,11 +41,12 @@ def row_cells(row: dict[str, Any]) -> list[str]:
         humanize.duration(_median(row["head_ns"])),
         f"{row['ratio']:.3f}",
         f"{row['min']:.3f} – {row['max']:.3f}",
+        "–" if row.get("noise_pct") is None else f"{row['noise_pct']:.1f} %",
         word,
     ]
 
 
-HEADERS = ["id", "target", "baseline", "this tree", "ratio (median)", "pairs min – max", "verdict"]
+HEADERS = ["id", "target", "baseline", "this tree", "ratio (median)", "pairs min – max", "own noise", "verdict"]
 
 
 def counts(paired: dict[str, Any]) -> dict[str, int]:
@@ -92,7 +93,8 @@ def opening(paired: dict[str, Any] | None, why_not: str | None, results: Results
             "",
             f"**This run could see changes above {paired['floor_pct']:.1f} %** (the floor: the larger of 2 % "
             f"and {floor_note}, the rows the change cannot reach). A verdict needs every pair to agree in "
-            "direction and the median paired ratio past the floor.",
+            "direction and the median paired ratio past the floor and past the row's own noise (how far "
+            "one build's measurements of it moved from pair to pair).",
         ]
     lines.append("")
     for target, note in sorted(remeasured.items()):

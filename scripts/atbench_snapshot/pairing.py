@@ -7,8 +7,13 @@ Per row: the median of the pairs' ratios, their min and max.
 The floor of a run is the larger of `minimum` (2 % by default) and the controls' spread:
 the largest |median ratio - 1| among the control rows, the rows the change cannot reach
 (targets.py). A control moved by that much with no code change, so a smaller move of any
-row is not evidence. A row's verdict is "slower" or "faster" only when every pair agrees in
-direction and its median ratio is past the floor; otherwise "same". A control is therefore
+row is not evidence. A row's own noise is how far its own measurements of one build moved
+from pair to pair: the larger of max/min - 1 over the baseline's measurements and over the
+head's. A row whose build moves by 80 % between pairs with no change at all (a 100-caller
+row on a loaded machine) cannot show a 60 % change, however the pairs happen to fall.
+A row's verdict is "slower" or "faster" only when every pair agrees in direction and its
+median ratio is past both the floor and its own noise, on a log scale (slower: median - 1
+past them; faster: 1 / median - 1 past them); otherwise "same". A control is therefore
 never flagged. With no control, the floor is `minimum` and the report says so.
 
 Pure functions over numbers; `record` gives the "paired" rows of the snapshot JSON
@@ -39,6 +44,17 @@ class Measured:
     def ratios(self) -> list[float]:
         return [h / b for b, h in zip(self.base_ns, self.head_ns, strict=True) if b > 0]
 
+    @property
+    def noise(self) -> float:
+        """The row's own noise: how far one build's measurements moved from pair to pair."""
+        return max(spread(self.base_ns), spread(self.head_ns))
+
+
+def spread(values: tuple[float, ...]) -> float:
+    """max / min - 1 over positive measurements (0 for fewer than two)."""
+    positive = [v for v in values if v > 0]
+    return max(positive) / min(positive) - 1 if len(positive) > 1 else 0.0
+
 
 @dataclass(frozen=True)
 class Row:
@@ -51,6 +67,7 @@ class Row:
     ratio: float
     low: float
     high: float
+    noise: float
     verdict: str
 
 
@@ -72,14 +89,16 @@ class Outcome:
         return sum(1 for row in self.rows if row.control)
 
 
-def verdict(ratios: list[float], floor: float) -> str:
-    """'slower', 'faster' or 'same' for one id's paired ratios against a floor (a fraction)."""
+def verdict(ratios: list[float], floor: float, noise: float = 0.0) -> str:
+    """'slower', 'faster' or 'same' for one id's paired ratios against the run's floor and the
+    row's own noise (both fractions)."""
     if not ratios:
         return "same"
     middle = statistics.median(ratios)
-    if all(r > 1 for r in ratios) and middle - 1 > floor:
+    bar = max(floor, noise)
+    if all(r > 1 for r in ratios) and middle - 1 > bar:
         return "slower"
-    if all(r < 1 for r in ratios) and 1 - middle > floor:
+    if all(r < 1 for r in ratios) and middle > 0 and 1 / middle - 1 > bar:
         return "faster"
     return "same"
 
@@ -100,9 +119,13 @@ def analyse(measured: list[Measured], minimum: float = DEFAULT_MINIMUM) -> Outco
         if len(ratios) != len(m.base_ns) or not ratios:
             continue  # a baseline median of zero cannot make a ratio
         middle = statistics.median(ratios)
-        word = "same" if m.control else verdict(ratios, floor)
+        noise = m.noise
+        word = "same" if m.control else verdict(ratios, floor, noise)
         rows.append(
-            Row(m.id, m.target, m.control, m.base_ns, m.head_ns, tuple(ratios), middle, min(ratios), max(ratios), word)
+            Row(
+                m.id, m.target, m.control, m.base_ns, m.head_ns, tuple(ratios), middle, min(ratios), max(ratios),
+                noise, word,
+            )
         )
     rows.sort(key=lambda r: (ORDER[r.verdict], r.control, -abs(r.ratio - 1), r.target, r.id))
     return Outcome(rows, floor, spread, minimum)
@@ -122,6 +145,7 @@ def record(outcome: Outcome) -> dict:
                 "ratio": round(row.ratio, 5),
                 "min": round(row.low, 5),
                 "max": round(row.high, 5),
+                "noise_pct": round(row.noise * 100, 3),
                 "verdict": row.verdict,
                 "base_ns": [round(v, 3) for v in row.base_ns],
                 "head_ns": [round(v, 3) for v in row.head_ns],

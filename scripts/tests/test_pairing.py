@@ -35,6 +35,33 @@ class RuleTest(unittest.TestCase):
         self.assertEqual(pairing.verdict([1.05, 1.06, 1.07], 0.065), "same")  # a floor raised by the controls
         self.assertEqual(pairing.verdict([], 0.02), "same")
 
+    def test_a_row_noisier_than_its_move_is_not_flagged(self) -> None:
+        # Captured on a loaded 2-core VM (a throwaway commit that made repo::cbor::json::to_json
+        # render five times, floor 31.9 %): the slowed function's row moved past its own noise;
+        # mst_add/100k and mst_build/1k, which the commit cannot reach, had every pair agree
+        # by chance but moved less than their own measurements of one build did.
+        slowed = pairing.Measured(
+            "repo.cbor_to_json/ours/post", "repo", False,
+            (1238.124, 1312.079, 1257.302, 1239.501, 1256.851), (2713.856, 2709.325, 2939.452, 2763.661, 2718.452),
+        )
+        by_chance = pairing.Measured(
+            "repo.mst_add/ours/100k", "repo", False,
+            (6161.361, 6335.342, 6498.418, 6037.593, 6304.356), (6456.26, 11633.302, 12217.325, 9663.824, 6675.68),
+        )
+        build_noise = pairing.Measured(
+            "repo.mst_build/ours/1k", "repo", False,
+            (671443.722, 390415.25, 378175.75, 935694.75, 1058829.125),
+            (379065.4, 381705.4, 373254.6, 392468.375, 378952.0),
+        )
+        outcome = pairing.analyse([slowed, by_chance, build_noise], minimum=0.319)
+        verdicts = {row.id: row.verdict for row in outcome.rows}
+        self.assertEqual(verdicts["repo.cbor_to_json/ours/post"], "slower")
+        self.assertEqual(verdicts["repo.mst_add/ours/100k"], "same")
+        self.assertEqual(verdicts["repo.mst_build/ours/1k"], "same")
+        self.assertEqual(pairing.verdict([1.6, 1.8, 1.9], 0.02, noise=0.9), "same")
+        self.assertEqual(pairing.verdict([0.5, 0.55, 0.52], 0.02, noise=0.95), "same")  # 1/0.52 - 1 < 0.95
+        self.assertEqual(pairing.verdict([0.5, 0.55, 0.52], 0.02, noise=0.3), "faster")
+
     def test_controls_set_the_floor_and_are_never_flagged(self) -> None:
         measured = [
             pairing.Measured("a.x/ours/1", "t", False, (100.0,) * 3, (106.0, 107.0, 105.0)),
@@ -54,7 +81,7 @@ class RuleTest(unittest.TestCase):
         self.assertEqual(record["floor_pct"], 4.0)
         self.assertEqual(record["rows"][0]["ratios"], [1.06, 1.07, 1.05])
         self.assertEqual(set(record["rows"][0]), {"id", "target", "control", "ratios", "ratio", "min", "max",
-                                                  "verdict", "base_ns", "head_ns"})
+                                                  "noise_pct", "verdict", "base_ns", "head_ns"})
 
     def test_no_controls_leaves_the_minimum(self) -> None:
         outcome = pairing.analyse([pairing.Measured("a.x/ours/1", "t", False, (100.0,), (101.0,))])
