@@ -291,6 +291,15 @@ impl App {
         }
     }
 
+    /// Where getRepo spools its exports: beside the database, on its disk
+    /// (a temporary directory may be memory).
+    pub fn spool_dir(&self) -> std::path::PathBuf {
+        match self.config.db.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+            _ => std::path::PathBuf::from("."),
+        }
+    }
+
     /// Runs a short store read on the read pool (`pool.rs`).
     pub async fn read<T, F>(&self, f: F) -> XResult<T>
     where

@@ -6,7 +6,10 @@
 //!
 //! One tokio runtime: the async threads parse HTTP, route, check tokens and
 //! render JSON. Short reads run on a fixed read pool (`pool.rs`, one
-//! thread per core); scrypt and store writes run on tokio's blocking pool.
+//! thread per core), and so does every read a response streams from (a
+//! getRepo export is spooled there, then read back chunk by chunk), so a
+//! client that stops reading never holds a thread; scrypt and store
+//! writes run on tokio's blocking pool, which readers never enter.
 //! The router is a `match` on the method name (`routes/mod.rs`); handlers
 //! render their JSON directly into one buffer (records come pre-rendered
 //! from the store: [`store::RecordView::json`]).
