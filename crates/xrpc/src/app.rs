@@ -42,6 +42,8 @@ pub struct App {
     pub hub: Arc<Hub>,
     /// The read pool.
     pub reads: Arc<crate::pool::Pool>,
+    /// The heavy responses in flight (`admission.rs`).
+    pub heavy: Arc<crate::admission::Admission>,
     /// Password hashes running at once (one per read thread): each fills
     /// 16 MiB, so fifty logins at once would otherwise take 800 MiB.
     pub kdf: tokio::sync::Semaphore,
@@ -213,6 +215,7 @@ impl App {
             dummy_hash,
             writes: AtomicUsize::new(0),
             reads,
+            heavy: crate::admission::Admission::new(config.heavy_per_address, config.heavy_total),
             store,
             accounts,
             tokens: Tokens::new(&jwt, &server_did),

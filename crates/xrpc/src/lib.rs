@@ -34,6 +34,7 @@
 //!
 //! | module | owns |
 //! |---|---|
+//! | `admission` | the heavy responses in flight, per client address and in total (429 / 503 past the caps) |
 //! | `app` | the shared state: store, accounts, token keys, firehose, config-derived answers |
 //! | `net` | the listener, connections (limits, keep-alive), the runtime, graceful shutdown |
 //! | `request` | reading request bodies (capped), JSON bodies |
@@ -58,6 +59,7 @@
 //! 0600). Repositories, signing keys and the event log are the store's.
 
 mod accounts;
+mod admission;
 mod app;
 mod auth;
 mod error;
@@ -114,6 +116,13 @@ pub struct ServerConfig {
     /// the connection is dropped (a client that stops reading holds the
     /// server's buffers that long at most).
     pub write_stall: Duration,
+    /// Heavy responses (getRepo, getBlob, listBlobs, listRecords,
+    /// sync.getRecord) in flight per client address; past it, 429 with
+    /// `Retry-After` before any work.
+    pub heavy_per_address: usize,
+    /// Heavy responses in flight in total; past it, 503 with
+    /// `Retry-After` before any work.
+    pub heavy_total: usize,
     /// Largest request URL (path and query, bytes).
     pub max_url_bytes: usize,
     /// Largest request head (request line and headers, bytes).
@@ -167,6 +176,8 @@ impl ServerConfig {
             body_grace: Duration::from_secs(10),
             body_min_rate: 32 << 10,
             write_stall: Duration::from_secs(30),
+            heavy_per_address: 64,
+            heavy_total: 256,
             max_url_bytes: 8 << 10,
             max_header_bytes: 16 << 10,
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
