@@ -159,6 +159,7 @@ impl App {
             feed: Some(hub.clone()),
             durable: config.durable,
             max_blob_bytes: config.blob_upload_limit,
+            wal_restart_frames: config.wal_restart_frames,
             ..store::Config::default()
         };
         let store = Arc::new(Store::open(&config.db, store_config)?);

@@ -152,6 +152,11 @@ pub struct ServerConfig {
     /// How often an idle subscriber is pinged; one that has not answered
     /// two pings is closed.
     pub ping_interval: Duration,
+    /// WAL length (frames of one page) past which the store rewinds the
+    /// WAL ([`store::Config::wal_restart_frames`]): with the time the
+    /// checkpointer takes to catch up under a write load, it sets how large
+    /// the WAL file grows.
+    pub wal_restart_frames: i64,
     /// Open the store with `synchronous = FULL` (see [`store::Config::durable`]).
     pub durable: bool,
     /// Lifetime of an access token.
@@ -188,6 +193,7 @@ impl ServerConfig {
             outbox_frames: 4096,
             outbox_bytes: 16 << 20,
             ping_interval: Duration::from_secs(30),
+            wal_restart_frames: 4096,
             durable: false,
             access_ttl: Duration::from_secs(2 * 3600),
             refresh_ttl: Duration::from_secs(90 * 24 * 3600),

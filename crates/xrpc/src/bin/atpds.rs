@@ -60,6 +60,9 @@ struct Args {
     /// Heavy responses in flight in total (past it: 503).
     #[arg(long, default_value_t = 256)]
     heavy_total: usize,
+    /// WAL length in pages past which the store rewinds the WAL.
+    #[arg(long, default_value_t = 4096)]
+    wal_restart_frames: i64,
     /// Async worker threads (default: one per core).
     #[arg(long)]
     workers: Option<usize>,
@@ -103,6 +106,7 @@ fn main() -> ExitCode {
     config.write_stall = std::time::Duration::from_secs(args.write_stall_secs);
     config.heavy_per_address = args.heavy_per_address;
     config.heavy_total = args.heavy_total;
+    config.wal_restart_frames = args.wal_restart_frames;
     if let Some(n) = args.workers {
         config.workers = n;
     }
