@@ -33,7 +33,13 @@ pub const PRAGMAS: &[(&str, &str)] = &[
 /// grew with the database (callgrind on `examples/profile.rs tier`: the
 /// smaller cache ran fewer instructions in all). Misses
 /// are served from the memory map; MST nodes are cached above SQLite.
-pub const WRITER_PRAGMAS: &[(&str, &str)] = &[("cache_size", "-8192")];
+///
+/// `journal_size_limit`: the WAL file is truncated back to this size by
+/// the first commit after it rewinds (`checkpoint.rs`), so a WAL that grew
+/// past it (a reader that held its snapshot, a burst the checkpointer fell
+/// behind) gives the disk back instead of keeping its largest size.
+pub const WRITER_PRAGMAS: &[(&str, &str)] =
+    &[("cache_size", "-8192"), ("journal_size_limit", "67108864")];
 
 /// The full PRAGMA list for a store (`durable` = synchronous FULL, else
 /// NORMAL), as `(name, value)` pairs.

@@ -42,6 +42,8 @@ pub struct App {
     pub hub: Arc<Hub>,
     /// The read pool.
     pub reads: Arc<crate::pool::Pool>,
+    /// The heavy responses in flight (`admission.rs`).
+    pub heavy: Arc<crate::admission::Admission>,
     /// Password hashes running at once (one per read thread): each fills
     /// 16 MiB, so fifty logins at once would otherwise take 800 MiB.
     pub kdf: tokio::sync::Semaphore,
@@ -157,6 +159,7 @@ impl App {
             feed: Some(hub.clone()),
             durable: config.durable,
             max_blob_bytes: config.blob_upload_limit,
+            wal_restart_frames: config.wal_restart_frames,
             ..store::Config::default()
         };
         let store = Arc::new(Store::open(&config.db, store_config)?);
@@ -213,6 +216,7 @@ impl App {
             dummy_hash,
             writes: AtomicUsize::new(0),
             reads,
+            heavy: crate::admission::Admission::new(config.heavy_per_address, config.heavy_total),
             store,
             accounts,
             tokens: Tokens::new(&jwt, &server_did),
@@ -288,6 +292,15 @@ impl App {
         CommitSlot {
             count: &self.writes,
             inline: before == 0 && !self.store.config().durable,
+        }
+    }
+
+    /// Where getRepo spools its exports: beside the database, on its disk
+    /// (a temporary directory may be memory).
+    pub fn spool_dir(&self) -> std::path::PathBuf {
+        match self.config.db.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+            _ => std::path::PathBuf::from("."),
         }
     }
 

@@ -6,7 +6,10 @@
 //!
 //! One tokio runtime: the async threads parse HTTP, route, check tokens and
 //! render JSON. Short reads run on a fixed read pool (`pool.rs`, one
-//! thread per core); scrypt and store writes run on tokio's blocking pool.
+//! thread per core), and so does every read a response streams from (a
+//! getRepo export is spooled there, then read back chunk by chunk), so a
+//! client that stops reading never holds a thread; scrypt and store
+//! writes run on tokio's blocking pool, which readers never enter.
 //! The router is a `match` on the method name (`routes/mod.rs`); handlers
 //! render their JSON directly into one buffer (records come pre-rendered
 //! from the store: [`store::RecordView::json`]).
@@ -31,6 +34,7 @@
 //!
 //! | module | owns |
 //! |---|---|
+//! | `admission` | the heavy responses in flight, per client address and in total (429 / 503 past the caps) |
 //! | `app` | the shared state: store, accounts, token keys, firehose, config-derived answers |
 //! | `net` | the listener, connections (limits, keep-alive), the runtime, graceful shutdown |
 //! | `request` | reading request bodies (capped), JSON bodies |
@@ -55,6 +59,7 @@
 //! 0600). Repositories, signing keys and the event log are the store's.
 
 mod accounts;
+mod admission;
 mod app;
 mod auth;
 mod error;
@@ -111,6 +116,13 @@ pub struct ServerConfig {
     /// the connection is dropped (a client that stops reading holds the
     /// server's buffers that long at most).
     pub write_stall: Duration,
+    /// Heavy responses (getRepo, getBlob, listBlobs, listRecords,
+    /// sync.getRecord) in flight per client address; past it, 429 with
+    /// `Retry-After` before any work.
+    pub heavy_per_address: usize,
+    /// Heavy responses in flight in total; past it, 503 with
+    /// `Retry-After` before any work.
+    pub heavy_total: usize,
     /// Largest request URL (path and query, bytes).
     pub max_url_bytes: usize,
     /// Largest request head (request line and headers, bytes).
@@ -140,6 +152,11 @@ pub struct ServerConfig {
     /// How often an idle subscriber is pinged; one that has not answered
     /// two pings is closed.
     pub ping_interval: Duration,
+    /// WAL length (frames of one page) past which the store rewinds the
+    /// WAL ([`store::Config::wal_restart_frames`]): with the time the
+    /// checkpointer takes to catch up under a write load, it sets how large
+    /// the WAL file grows.
+    pub wal_restart_frames: i64,
     /// Open the store with `synchronous = FULL` (see [`store::Config::durable`]).
     pub durable: bool,
     /// Lifetime of an access token.
@@ -164,6 +181,8 @@ impl ServerConfig {
             body_grace: Duration::from_secs(10),
             body_min_rate: 32 << 10,
             write_stall: Duration::from_secs(30),
+            heavy_per_address: 64,
+            heavy_total: 256,
             max_url_bytes: 8 << 10,
             max_header_bytes: 16 << 10,
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
@@ -174,6 +193,7 @@ impl ServerConfig {
             outbox_frames: 4096,
             outbox_bytes: 16 << 20,
             ping_interval: Duration::from_secs(30),
+            wal_restart_frames: 4096,
             durable: false,
             access_ttl: Duration::from_secs(2 * 3600),
             refresh_ttl: Duration::from_secs(90 * 24 * 3600),

@@ -96,9 +96,9 @@ impl Bound {
             tokio::select! {
                 _ = &mut shutdown => break,
                 accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => {
+                    Ok((stream, peer)) => {
                         let _ = stream.set_nodelay(true);
-                        tokio::spawn(connection(app.clone(), stream, stop_rx.clone(), track_tx.clone()));
+                        tokio::spawn(connection(app.clone(), stream, peer.ip(), stop_rx.clone(), track_tx.clone()));
                     }
                     // Out of descriptors and the like: back off briefly.
                     Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -122,6 +122,7 @@ impl Bound {
 async fn connection(
     app: Arc<App>,
     stream: tokio::net::TcpStream,
+    peer: std::net::IpAddr,
     mut stop: watch::Receiver<bool>,
     _track: mpsc::Sender<()>,
 ) {
@@ -129,7 +130,7 @@ async fn connection(
     let svc_app = app.clone();
     let svc = service_fn(move |req| {
         let app = svc_app.clone();
-        async move { Ok::<_, Infallible>(routes::handle(app, req).await) }
+        async move { Ok::<_, Infallible>(routes::handle(app, req, peer).await) }
     });
     let conn = hyper::server::conn::http1::Builder::new()
         .max_buf_size(max_head)

@@ -4,6 +4,7 @@
 //! serves these bodies, the routes and the firehose's upgrade build them.
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -11,14 +12,21 @@ use http::{HeaderValue, Response, StatusCode, header};
 use hyper::body::{Frame, SizeHint};
 use tokio::sync::mpsc;
 
+use crate::admission::Slot;
 use crate::error::XrpcError;
 
 /// A response body: one buffer, or a stream of chunks (getRepo).
 pub enum Body {
     /// A whole body (taken on the first poll).
     Full(Option<Bytes>),
-    /// Chunks from a producer on the blocking pool.
+    /// Chunks from a producer (getRepo's spool reader).
     Stream(mpsc::Receiver<Result<Bytes, std::io::Error>>),
+    /// A heavy response's body with its admission slot (`admission.rs`):
+    /// every chunk carries a share of it, so the slot is freed once the
+    /// body and every chunk it gave the connection (sent, or dropped with
+    /// the connection) are gone, not when the connection took the last
+    /// chunk into its buffer.
+    Admitted(Box<Body>, Arc<Slot>),
 }
 
 impl Body {
@@ -39,11 +47,26 @@ impl hyper::body::Body for Body {
         match self.get_mut() {
             Body::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
             Body::Stream(rx) => rx.poll_recv(cx).map(|c| c.map(|r| r.map(Frame::data))),
+            Body::Admitted(b, slot) => Pin::new(b.as_mut()).poll_frame(cx).map(|f| {
+                f.map(|r| {
+                    r.map(|f| {
+                        f.map_data(|d| {
+                            Bytes::from_owner(Held {
+                                data: d,
+                                _slot: slot.clone(),
+                            })
+                        })
+                    })
+                })
+            }),
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        matches!(self, Body::Full(None))
+        match self {
+            Body::Admitted(b, _) => b.is_end_stream(),
+            b => matches!(b, Body::Full(None)),
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
@@ -51,7 +74,20 @@ impl hyper::body::Body for Body {
             Body::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
             Body::Full(None) => SizeHint::with_exact(0),
             Body::Stream(_) => SizeHint::default(),
+            Body::Admitted(b, _) => b.size_hint(),
         }
+    }
+}
+
+/// A chunk of a heavy response with its share of the slot.
+struct Held {
+    data: Bytes,
+    _slot: Arc<Slot>,
+}
+
+impl AsRef<[u8]> for Held {
+    fn as_ref(&self) -> &[u8] {
+        &self.data
     }
 }
 

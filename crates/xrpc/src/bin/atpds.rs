@@ -53,6 +53,16 @@ struct Args {
     /// the connection is dropped.
     #[arg(long, default_value_t = 30)]
     write_stall_secs: u64,
+    /// Heavy responses (getRepo, getBlob, listBlobs, listRecords,
+    /// sync.getRecord) in flight per client address (past it: 429).
+    #[arg(long, default_value_t = 64)]
+    heavy_per_address: usize,
+    /// Heavy responses in flight in total (past it: 503).
+    #[arg(long, default_value_t = 256)]
+    heavy_total: usize,
+    /// WAL length in pages past which the store rewinds the WAL.
+    #[arg(long, default_value_t = 4096)]
+    wal_restart_frames: i64,
     /// Async worker threads (default: one per core).
     #[arg(long)]
     workers: Option<usize>,
@@ -94,6 +104,9 @@ fn main() -> ExitCode {
     config.body_grace = std::time::Duration::from_secs(args.body_grace_secs);
     config.body_min_rate = args.body_min_rate;
     config.write_stall = std::time::Duration::from_secs(args.write_stall_secs);
+    config.heavy_per_address = args.heavy_per_address;
+    config.heavy_total = args.heavy_total;
+    config.wal_restart_frames = args.wal_restart_frames;
     if let Some(n) = args.workers {
         config.workers = n;
     }

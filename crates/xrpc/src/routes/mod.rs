@@ -14,6 +14,7 @@ mod repo;
 mod server;
 mod sync;
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -53,8 +54,8 @@ fn check_method(method: &Method, kind: Kind) -> XResult<()> {
     }
 }
 
-/// Answers one request.
-pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Body> {
+/// Answers one request from `peer`.
+pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Response<Body> {
     let (mut parts, body) = req.into_parts();
     let url_len = parts.uri.path().len() + parts.uri.query().map_or(0, |q| q.len() + 1);
     if url_len > app.config.max_url_bytes {
@@ -64,6 +65,21 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Body> {
             format!("URL longer than {} bytes", app.config.max_url_bytes),
         ));
     }
+    // A heavy response takes its slot before any work (`admission.rs`).
+    let slot = match parts.uri.path().strip_prefix("/xrpc/") {
+        Some(m) if crate::admission::is_heavy(m) => match app.heavy.admit(peer) {
+            Ok(slot) => Some(slot),
+            Err(e) => {
+                let mut resp = error(&e);
+                resp.headers_mut().insert(
+                    header::RETRY_AFTER,
+                    HeaderValue::from(crate::admission::RETRY_AFTER_SECS),
+                );
+                return resp;
+            }
+        },
+        _ => None,
+    };
     let head = parts.method == Method::HEAD;
     let result = route(&app, &mut parts, body).await;
     let mut resp = match result {
@@ -85,7 +101,10 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Body> {
                 .or_insert_with(|| HeaderValue::from(len));
         }
     }
-    resp
+    match slot {
+        Some(slot) => resp.map(|b| Body::Admitted(Box::new(b), Arc::new(slot))),
+        None => resp,
+    }
 }
 
 async fn route(app: &Arc<App>, parts: &mut Parts, body: Incoming) -> XResult<Response<Body>> {

@@ -1,10 +1,16 @@
-//! `com.atproto.sync.*` reads: getRepo (the store's export streamed in
-//! 64 KiB chunks through a bounded channel, so memory stays constant
-//! whatever the repository's size), getRecord (a proof CAR of the key's
-//! path only),
-//! getLatestCommit, getRepoStatus, listRepos.
+//! `com.atproto.sync.*` reads: getRepo, getRecord (a proof CAR of the
+//! key's path only), getLatestCommit, getRepoStatus, listRepos.
+//!
+//! getRepo spools the store's export into an unlinked file beside the
+//! database on the read pool, under one read transaction that lasts as
+//! long as the export runs at disk speed, then streams the file in 64 KiB
+//! chunks, each read on the read pool. So a client that stops reading
+//! holds no read transaction (the WAL keeps checkpointing), no thread (the
+//! writers' blocking pool keeps its capacity) and no more than a few
+//! chunks of memory; what it holds is a file the size of the repository,
+//! until the write deadline drops it.
 
-use std::io::Write;
+use std::io::{Read, Seek, Write};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -31,37 +37,18 @@ fn repo_not_found(did: &str) -> XrpcError {
     )
 }
 
-/// A `Write` that hands 64 KiB chunks to the response body; a client that
-/// went away fails the next write, which stops the export.
-struct Chunks {
-    tx: mpsc::Sender<Result<Bytes, std::io::Error>>,
-    buf: Vec<u8>,
-}
-
-impl Chunks {
-    fn send(&mut self) -> std::io::Result<()> {
-        if self.buf.is_empty() {
-            return Ok(());
+/// Reads until `buf` is full or the file ends; the bytes read.
+fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
-        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
-        self.tx
-            .blocking_send(Ok(Bytes::from(chunk)))
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "client went away"))
     }
-}
-
-impl Write for Chunks {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.buf.extend_from_slice(b);
-        if self.buf.len() >= CHUNK {
-            self.send()?;
-        }
-        Ok(b.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.send()
-    }
+    Ok(n)
 }
 
 /// `com.atproto.sync.getRepo`.
@@ -82,21 +69,53 @@ pub async fn get_repo(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> 
     if parts.method == http::Method::HEAD {
         return Ok(r);
     }
+    let dir = app.spool_dir();
+    let spool = app
+        .read(move |store| {
+            let mut file = tempfile::tempfile_in(&dir)
+                .map_err(|e| XrpcError::internal(format!("getRepo spool: {e}")))?;
+            let mut out = std::io::BufWriter::with_capacity(CHUNK, &mut file);
+            store.export_repo(&did, since.as_deref(), &mut out)?;
+            out.flush()
+                .map_err(|e| XrpcError::internal(format!("getRepo spool: {e}")))?;
+            drop(out);
+            file.seek(std::io::SeekFrom::Start(0))
+                .map_err(|e| XrpcError::internal(format!("getRepo spool: {e}")))?;
+            Ok(file)
+        })
+        .await?;
     let (tx, rx) = mpsc::channel(CHUNKS_IN_FLIGHT);
-    let store = app.store.clone();
-    tokio::task::spawn_blocking(move || {
-        let mut out = Chunks {
-            tx: tx.clone(),
-            buf: Vec::with_capacity(CHUNK),
-        };
-        let result = store
-            .export_repo(&did, since.as_deref(), &mut out)
-            .map_err(|e| std::io::Error::other(e.to_string()))
-            .and_then(|_| out.send());
-        if let Err(e) = result {
-            // Ends the body with an error: the client sees a truncated
-            // response, never a CAR that looks whole.
-            let _ = tx.blocking_send(Err(e));
+    let app = app.clone();
+    tokio::spawn(async move {
+        let mut file = Some(spool);
+        while let Some(f) = file.take() {
+            let read = app
+                .reads
+                .run(move || {
+                    let mut f = f;
+                    let mut buf = vec![0u8; CHUNK];
+                    let n = read_full(&mut f, &mut buf)
+                        .map_err(|e| XrpcError::internal(format!("getRepo spool: {e}")))?;
+                    buf.truncate(n);
+                    Ok((f, buf))
+                })
+                .await;
+            match read {
+                Ok((_, buf)) if buf.is_empty() => break,
+                Ok((f, buf)) => {
+                    // A client that went away, or was dropped at the
+                    // write deadline, ends the stream and closes the file.
+                    if tx.send(Ok(Bytes::from(buf))).await.is_err() {
+                        break;
+                    }
+                    file = Some(f);
+                }
+                Err(e) => {
+                    // Ends the body with an error: the client sees a
+                    // truncated response, never a CAR that looks whole.
+                    let _ = tx.send(Err(std::io::Error::other(e.message))).await;
+                }
+            }
         }
     });
     *r.body_mut() = Body::Stream(rx);
