@@ -308,8 +308,12 @@ pub fn mysqlslap(
     iters: u64,
 ) -> Result<Duration, String> {
     let tool = find("mysqlslap")?;
-    // `--number-of-queries` is per client.
-    let per_client = iters.max(MIN_OPS).div_ceil(clients as u64).max(1);
+    // `--number-of-queries` is the total over all clients (mysqlslap divides
+    // it among them: 1,000 at `--concurrency=10` runs 1,000 SELECTs, checked
+    // against the server's Com_select), so it is rounded up to a multiple
+    // of the clients and every client runs the same share.
+    let clients = clients.max(1) as u64;
+    let total = iters.max(MIN_OPS).div_ceil(clients).max(1) * clients;
     let out = output(
         Command::new(tool)
             .arg(format!("--host={host}"))
@@ -320,14 +324,13 @@ pub fn mysqlslap(
             .arg(format!("--query={}", queries.display()))
             .arg("--delimiter=;")
             .arg(format!("--concurrency={clients}"))
-            .arg(format!("--number-of-queries={per_client}"))
+            .arg(format!("--number-of-queries={total}"))
             .arg("--iterations=1"),
     )?;
     let seconds = number_after(&out, "Average number of seconds to run all queries")
         .ok_or_else(|| format!("mysqlslap printed no time: {out}"))?;
-    let ran = per_client * clients as u64;
     Ok(
-        Duration::from_secs_f64(seconds * iters.max(1) as f64 / ran as f64)
+        Duration::from_secs_f64(seconds * iters.max(1) as f64 / total as f64)
             .max(Duration::from_nanos(1)),
     )
 }
