@@ -153,14 +153,14 @@ pub fn commit_verify(
         Commit::<jacquard_common::DefaultStr>::from_cbor(block)
             .is_ok_and(|c| c.verify(&key).is_ok())
     };
-    assert!(verify(block), "jacquard-repo rejects our {alg_name} commit");
-    let mut bad = block.to_vec();
-    let last = bad.len() - 1;
-    bad[last] ^= 1;
-    assert!(!verify(&bad), "jacquard-repo accepts a broken signature");
-    group.bench(&format!("{NAME}.{alg_name}"), "", |b| {
-        b.iter(|| verify(black_box(block)))
-    });
+    crate::peers::verify_row(
+        group,
+        "jacquard-repo",
+        &format!("{NAME}.{alg_name}"),
+        alg_name,
+        block,
+        verify,
+    );
 }
 
 /// `repo.car_read/jacquard-repo.nohash/<tier>`: `parse_car_bytes` (iroh-car

@@ -147,14 +147,14 @@ pub fn commit_verify(
         serde_ipld_dagcbor_06::from_slice::<Commit>(block)
             .is_ok_and(|c| rsky_repo::util::verify_commit_sig(c, &did_key).unwrap_or(false))
     };
-    assert!(verify(block), "rsky-repo rejects our {alg_name} commit");
-    let mut bad = block.to_vec();
-    let last = bad.len() - 1;
-    bad[last] ^= 1;
-    assert!(!verify(&bad), "rsky-repo accepts a broken signature");
-    group.bench(&format!("{NAME}.{alg_name}.didkey"), "", |b| {
-        b.iter(|| verify(black_box(block)))
-    });
+    crate::peers::verify_row(
+        group,
+        "rsky-repo",
+        &format!("{NAME}.{alg_name}.didkey"),
+        alg_name,
+        block,
+        verify,
+    );
 }
 
 /// `repo.car_read/rsky-repo.nohash/<tier>`: read the CAR into a block map

@@ -3,6 +3,7 @@
 //! ones, each living in its own `peer_*` module.
 
 use std::collections::HashMap;
+use std::hint::black_box;
 
 use benches::target::Group;
 use repo::Cid;
@@ -78,4 +79,25 @@ pub fn frame_verifiers() -> Vec<FrameVerifier> {
         #[cfg(feature = "peers-rust")]
         crate::peer_jacquard::frame_verify,
     ]
+}
+
+/// Adds `repo.commit_verify/<id>` once `verify` (a peer's decode and
+/// signature check of a signed commit block) is seen, outside the timing,
+/// to accept our `alg_name` block and to refuse it with its last byte (a
+/// signature byte) flipped.
+pub fn verify_row(
+    group: &mut Group<'_>,
+    peer: &str,
+    id: &str,
+    alg_name: &str,
+    block: &[u8],
+    verify: impl Fn(&[u8]) -> bool,
+) {
+    assert!(verify(block), "{peer} rejects our {alg_name} commit");
+    let mut bad = block.to_vec();
+    if let Some(last) = bad.last_mut() {
+        *last ^= 1;
+    }
+    assert!(!verify(&bad), "{peer} accepts a broken signature");
+    group.bench(id, "", |b| b.iter(|| verify(black_box(block))));
 }
