@@ -34,12 +34,13 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | `admission` | the heavy responses in flight, per client address and in total (429 / 503 past the caps) |
+//! | `admission` | the heavy responses in flight, per client address and in total (429 / 503 past the caps), and the bytes their bodies hold |
 //! | `app` | the shared state: store, accounts, token keys, firehose, config-derived answers |
 //! | `net` | the listener, connections (limits, keep-alive), the runtime, graceful shutdown |
 //! | `request` | reading request bodies (capped), JSON bodies |
 //! | `response` | the response body type and the shared JSON answers |
 //! | `stall` | the connection's socket with its write deadline |
+//! | `stream` | response bodies produced chunk by chunk on demand, each chunk one short read |
 //! | `error` | [`XrpcError`]-style JSON errors and the store's errors mapped to lexicon names |
 //! | `params` | query strings: percent-decoding and the lexicon format checks |
 //! | `auth` | HS256 access / refresh JWTs and the secret file |
@@ -73,6 +74,7 @@ mod request;
 mod response;
 mod routes;
 mod stall;
+mod stream;
 mod subscribe;
 
 use std::future::Future;
@@ -209,6 +211,7 @@ pub struct RunningServer {
     done: Option<std::sync::mpsc::Receiver<Result<(), ServerError>>>,
     thread: Option<std::thread::JoinHandle<()>>,
     stats: std::sync::Arc<firehose::Stats>,
+    heavy: std::sync::Arc<admission::Admission>,
     startup: String,
 }
 
@@ -233,6 +236,15 @@ impl RunningServer {
     /// `ConsumerTooSlow` goodbye, later).
     pub fn too_slow_drops(&self) -> usize {
         self.stats.too_slow()
+    }
+
+    /// Bytes of heavy responses (getRepo, getBlob, listBlobs, listRecords,
+    /// sync.getRecord) the connections hold now: every chunk handed to a
+    /// connection and not yet sent and freed. What a client that stops
+    /// reading pins in the server, beside the few chunks a streamed
+    /// body's producer keeps ahead of it (`stream.rs`).
+    pub fn heavy_bytes_held(&self) -> usize {
+        self.heavy.held()
     }
 
     /// The one-line startup report (storage, migrations, sequence).
@@ -286,6 +298,7 @@ pub fn spawn(config: ServerConfig) -> Result<RunningServer, ServerError> {
                 let _ = ready_tx.send(Ok((
                     bound.addr(),
                     bound.stats(),
+                    bound.heavy(),
                     bound.startup_line().to_owned(),
                 )));
                 bound
@@ -301,12 +314,13 @@ pub fn spawn(config: ServerConfig) -> Result<RunningServer, ServerError> {
         })
         .map_err(ServerError::Io)?;
     match ready_rx.recv() {
-        Ok(Ok((addr, stats, startup))) => Ok(RunningServer {
+        Ok(Ok((addr, stats, heavy, startup))) => Ok(RunningServer {
             addr,
             stop: Some(stop_tx),
             done: Some(done_rx),
             thread: Some(thread),
             stats,
+            heavy,
             startup,
         }),
         Ok(Err(e)) => {

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use http::request::Parts;
 use http::{Response, StatusCode};
 use hyper::body::Incoming;
@@ -19,7 +20,7 @@ use crate::app::{App, Run};
 use crate::error::{XResult, XrpcError};
 use crate::params::{Id, Params, at_identifier, parse_cid};
 use crate::request::json_body;
-use crate::response::{Body, end_page, ok};
+use crate::response::{Body, end_page, ok, ok_stream};
 
 const MAX_WRITES: usize = 200;
 
@@ -322,7 +323,71 @@ pub async fn get_record(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>
     }
 }
 
+/// The byte target of a listRecords chunk: a page whose records fit in
+/// it is answered whole from one read; a larger one is streamed, a chunk
+/// of records (at least one, whatever its size) per read.
+const PAGE_CHUNK_BYTES: usize = 256 << 10;
+
+/// What is left of a listRecords page being streamed.
+struct PageRest {
+    did: String,
+    collection: String,
+    reverse: bool,
+    /// The key of the last record sent.
+    after: String,
+    /// Records the page may still hold.
+    left: usize,
+    done: bool,
+}
+
+/// The next chunk of a streamed listRecords page: the records after
+/// `rest.after`, each preceded by a comma (the first chunk holds at
+/// least one record), and the end of the answer once the page is full
+/// (with its cursor) or the collection ends.
+fn page_chunk(store: &store::Store, mut rest: PageRest) -> XResult<Option<(Bytes, PageRest)>> {
+    if rest.done {
+        return Ok(None);
+    }
+    let opts = ListOptions {
+        limit: rest.left,
+        cursor: Some(&rest.after),
+        reverse: rest.reverse,
+    };
+    let records =
+        store.list_records_within(&rest.did, &rest.collection, &opts, PAGE_CHUNK_BYTES)?;
+    let bytes: usize = records.iter().map(|r| r.json.len() + 1).sum();
+    let mut s = String::with_capacity(bytes + 64);
+    for r in &records {
+        s.push(',');
+        s.push_str(&r.json);
+    }
+    rest.left -= records.len().min(rest.left);
+    match records.last() {
+        Some(last) if rest.left == 0 => {
+            s.push_str("],\"cursor\":");
+            push_json_str(&last.rkey, &mut s);
+            s.push('}');
+            rest.done = true;
+        }
+        Some(last) if bytes >= PAGE_CHUNK_BYTES => rest.after = last.rkey.clone(),
+        _ => {
+            s.push_str("]}");
+            rest.done = true;
+        }
+    }
+    Ok(Some((Bytes::from(s), rest)))
+}
+
 /// `com.atproto.repo.listRecords`.
+///
+/// A page whose records come to [`PAGE_CHUNK_BYTES`] or more is streamed:
+/// each further chunk of records is read on demand, under its own short
+/// read transaction, so a client that stops reading holds a few chunks,
+/// not the page (100 records of up to a megabyte each), and pins neither
+/// a thread nor the WAL. Such a page is not one snapshot: a record
+/// written or deleted past the chunks already sent while it streams may
+/// or may not be in it, as with a page boundary; no record is sent twice
+/// and the order holds.
 pub async fn list_records(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> {
     let p = Params::parse(parts.uri.query())?;
     // An account this server does not hold is an error, as in the
@@ -338,6 +403,7 @@ pub async fn list_records(app: &Arc<App>, parts: &Parts) -> XResult<Response<Bod
     let limit = p.int("limit", 1, 100, 50)? as usize;
     let cursor = p.opt_rkey("cursor")?.map(str::to_owned);
     let reverse = p.bool("reverse")?;
+    let (did2, collection2) = (did.clone(), collection.clone());
     let records = app
         .read(move |store| {
             let opts = ListOptions {
@@ -345,10 +411,11 @@ pub async fn list_records(app: &Arc<App>, parts: &Parts) -> XResult<Response<Bod
                 cursor: cursor.as_deref(),
                 reverse,
             };
-            Ok(store.list_records(&did, &collection, &opts)?)
+            Ok(store.list_records_within(&did2, &collection2, &opts, PAGE_CHUNK_BYTES)?)
         })
         .await?;
-    let mut s = String::with_capacity(32 + records.iter().map(|r| r.json.len() + 1).sum::<usize>());
+    let bytes = records.iter().map(|r| r.json.len() + 1).sum::<usize>();
+    let mut s = String::with_capacity(32 + bytes);
     s.push_str("{\"records\":[");
     for (i, r) in records.iter().enumerate() {
         if i > 0 {
@@ -356,9 +423,23 @@ pub async fn list_records(app: &Arc<App>, parts: &Parts) -> XResult<Response<Bod
         }
         s.push_str(&r.json);
     }
-    Ok(end_page(s, &records, limit, |r, s| {
-        push_json_str(&r.rkey, s)
-    }))
+    match records.last() {
+        Some(last) if records.len() < limit && bytes >= PAGE_CHUNK_BYTES => {
+            let rest = PageRest {
+                did,
+                collection,
+                reverse,
+                after: last.rkey.clone(),
+                left: limit - records.len(),
+                done: false,
+            };
+            let body = crate::stream::produced(app, Some(Bytes::from(s)), rest, page_chunk);
+            Ok(ok_stream(body))
+        }
+        _ => Ok(end_page(s, &records, limit, |r, s| {
+            push_json_str(&r.rkey, s)
+        })),
+    }
 }
 
 /// `com.atproto.repo.describeRepo`.
