@@ -48,6 +48,7 @@
 //! | `accounts` | the account file: handles, password hashes, refresh tokens |
 //! | `plc` | did:plc genesis operations and their submission |
 //! | `pool` | the read pool: the store's short reads, off the async threads |
+//! | `rate_limit` | write points and rate limits (`--rate-limits`): the counters, the `RateLimit-*` headers |
 //! | `routes` | the XRPC methods, by lexicon namespace |
 //! | `firehose` | the event hub: the store's event feed (each frame encoded once by the store's writer, appended in seq order as batches commit) fanned out to subscribers, its bytes shared by all |
 //! | `subscribe` | one WebSocket subscriber: replay, cut-over, outbox, ping |
@@ -70,6 +71,7 @@ mod params;
 mod password;
 mod plc;
 mod pool;
+mod rate_limit;
 mod request;
 mod response;
 mod routes;
@@ -84,6 +86,7 @@ use std::time::Duration;
 
 pub use error::ServerError;
 pub use net::runtime;
+pub use rate_limit::{Limit, RateLimits};
 
 /// How the server runs. [`ServerConfig::new`] gives the defaults of the
 /// `atpds` command line.
@@ -125,6 +128,10 @@ pub struct ServerConfig {
     /// Heavy responses in flight in total; past it, 503 with
     /// `Retry-After` before any work.
     pub heavy_total: usize,
+    /// Write points and rate limits (see `rate_limit.rs`); `None`, the
+    /// default, turns them off, as in the reference PDS.
+    /// [`RateLimits::reference`] gives the reference's values.
+    pub rate_limits: Option<RateLimits>,
     /// Largest request URL (path and query, bytes).
     pub max_url_bytes: usize,
     /// Largest request head (request line and headers, bytes).
@@ -185,6 +192,7 @@ impl ServerConfig {
             write_stall: Duration::from_secs(30),
             heavy_per_address: 64,
             heavy_total: 256,
+            rate_limits: None,
             max_url_bytes: 8 << 10,
             max_header_bytes: 16 << 10,
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),

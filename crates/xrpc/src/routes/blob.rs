@@ -28,6 +28,9 @@ pub async fn upload_blob(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResu
         .unwrap_or("application/octet-stream")
         .trim()
         .to_owned();
+    // Rate limits are charged before the body is read, as in the
+    // reference PDS.
+    app.charge(parts, crate::rate_limit::Charge::UploadBlob)?;
     // One buffer, sized from Content-Length when declared, moved into the
     // store: the bytes are not copied again on the way.
     let bytes = read_body(app, parts, body, app.config.blob_upload_limit).await?;

@@ -24,6 +24,7 @@ use hyper::body::Incoming;
 
 use crate::app::App;
 use crate::error::{XResult, XrpcError};
+use crate::rate_limit::{Class, Ticket};
 use crate::response::{Body, error, json, ok};
 
 /// Which HTTP methods an XRPC method takes.
@@ -65,6 +66,35 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Resp
             format!("URL longer than {} bytes", app.config.max_url_bytes),
         ));
     }
+    // Rate limits, when on (`rate_limit.rs`): one branch when off.
+    let ticket = match &app.limits {
+        None => None,
+        Some(limiter) => match rate_limit_class(&parts) {
+            Class::Free => None,
+            Class::Global => {
+                let status = limiter.charge_global(peer);
+                if status.exceeded {
+                    let mut resp = error(&crate::rate_limit::exceeded());
+                    status.apply(resp.headers_mut());
+                    return resp;
+                }
+                Some(Ticket {
+                    peer,
+                    status: Arc::new(std::sync::Mutex::new(Some(status))),
+                })
+            }
+            Class::Own => {
+                // The route charges its own limits once its token and
+                // body are checked (`App::charge`).
+                let t = Ticket {
+                    peer,
+                    status: Arc::new(std::sync::Mutex::new(None)),
+                };
+                parts.extensions.insert(t.clone());
+                Some(t)
+            }
+        },
+    };
     // A heavy response takes its slot before any work (`admission.rs`).
     let slot = match parts.uri.path().strip_prefix("/xrpc/") {
         Some(m) if crate::admission::is_heavy(m) => match app.heavy.admit(peer) {
@@ -86,6 +116,12 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Resp
         Ok(r) => r,
         Err(e) => error(&e),
     };
+    if let Some(t) = ticket {
+        let status = *t.status.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(status) = status {
+            status.apply(resp.headers_mut());
+        }
+    }
     if resp.status() == StatusCode::REQUEST_TIMEOUT {
         // The rest of a body past its deadline is not waited for: the
         // connection goes once the answer is out.
@@ -104,6 +140,13 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Resp
     match slot {
         Some(slot) => resp.map(|b| Body::Admitted(Box::new(b), Arc::new(slot))),
         None => resp,
+    }
+}
+
+fn rate_limit_class(parts: &Parts) -> Class {
+    match parts.uri.path().strip_prefix("/xrpc/") {
+        Some(m) => crate::rate_limit::class(m),
+        None => Class::Free,
     }
 }
 

@@ -19,6 +19,7 @@ use store::{CommitInfo, ListOptions, RecordWrite, StoreError, WriteAction};
 use crate::app::{App, Run};
 use crate::error::{XResult, XrpcError};
 use crate::params::{Id, Params, at_identifier, parse_cid};
+use crate::rate_limit::{Charge, write_points};
 use crate::request::json_body;
 use crate::response::{Body, end_page, ok, ok_stream};
 
@@ -144,6 +145,16 @@ fn write_answer(info: &CommitInfo) -> XResult<String> {
     Ok(s)
 }
 
+/// Charges the write points of `actions` to `did` (`rate_limit.rs`;
+/// nothing when rate limits are off).
+fn charge_writes(app: &App, parts: &Parts, did: &str, actions: &[WriteAction]) -> XResult<()> {
+    if app.limits.is_none() {
+        return Ok(());
+    }
+    let points = actions.iter().map(|a| write_points(*a)).sum();
+    app.charge(parts, Charge::Writes { did, points })
+}
+
 /// Commits `writes` ([`App::write`]: inline when alone). The outer error
 /// is the server's (a worker that failed), the inner one the store's,
 /// still typed so that a caller can tell its refusals apart
@@ -172,6 +183,7 @@ pub async fn create_record(
     let record = record_cbor(&input.collection, input.record)?;
     let swap = opt_cid("swapCommit", input.swap_commit.as_deref())?;
     let write = RecordWrite::create(&input.collection, input.rkey.as_deref(), record);
+    charge_writes(app, parts, &did, &[write.action])?;
     let info = commit(app, did, vec![write], swap).await??;
     Ok(ok(write_answer(&info)?))
 }
@@ -189,6 +201,8 @@ pub async fn put_record(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResul
         Some(None) => Some(None),
         Some(Some(c)) => Some(Some(parse_cid("swapRecord", &c)?)),
     };
+    // An update's points even when it creates, as in the reference PDS.
+    charge_writes(app, parts, &did, &[write.action])?;
     let info = commit(app, did, vec![write], swap).await??;
     Ok(ok(write_answer(&info)?))
 }
@@ -207,6 +221,7 @@ pub async fn delete_record(
     let mut write = RecordWrite::delete(&input.collection, &input.rkey);
     write.swap_record = opt_cid("swapRecord", input.swap_record.as_deref())?.map(Some);
     let no_swap = write.swap_record.is_none() && swap.is_none();
+    charge_writes(app, parts, &did, &[write.action])?;
     match commit(app, did, vec![write], swap).await? {
         Ok(info) => {
             let mut s = String::with_capacity(128);
@@ -276,6 +291,7 @@ pub async fn apply_writes(
         .map(|(i, w)| parse_write(w, i))
         .collect::<XResult<Vec<_>>>()?;
     let actions: Vec<WriteAction> = writes.iter().map(|w| w.action).collect();
+    charge_writes(app, parts, &did, &actions)?;
     let swap = opt_cid("swapCommit", input.swap_commit.as_deref())?;
     let info = commit(app, did, writes, swap).await??;
     let mut s = String::with_capacity(128 + 160 * actions.len());
