@@ -196,37 +196,29 @@ impl<K: Hash + Eq + Clone> Windows<K> {
 
     fn charge(&self, key: &K, points: u32, now: Instant) -> Status {
         let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
-        let live = keys.get(key).is_some_and(|e| e.ends > now);
-        if !live && !keys.contains_key(key) && keys.len() >= self.max_keys {
+        if !keys.contains_key(key) && keys.len() >= self.max_keys {
             evict(&mut keys, self.max_keys, now);
         }
-        let e = if live {
-            keys.get_mut(key)
-        } else {
-            keys.insert(
-                key.clone(),
-                Entry {
-                    ends: now + self.limit.window,
-                    used: 0,
-                },
-            );
-            keys.get_mut(key)
+        let fresh = Entry {
+            ends: now + self.limit.window,
+            used: 0,
         };
-        // The entry was found or inserted just above, under the lock.
-        let (ends, used) = match e {
+        let e = match keys.get_mut(key) {
+            Some(e) if e.ends > now => e,
             Some(e) => {
-                e.used = e.used.saturating_add(u64::from(points));
-                (e.ends, e.used)
+                *e = fresh;
+                e
             }
-            None => (now + self.limit.window, u64::from(points)),
+            None => keys.entry(key.clone()).or_insert(fresh),
         };
+        e.used = e.used.saturating_add(u64::from(points));
         let limit = u64::from(self.limit.points);
         Status {
             limit: self.limit.points,
             window_secs: self.limit.window.as_secs(),
-            remaining: limit.saturating_sub(used) as u32,
-            before_next: ends.saturating_duration_since(now),
-            exceeded: used > limit,
+            remaining: limit.saturating_sub(e.used) as u32,
+            before_next: e.ends.saturating_duration_since(now),
+            exceeded: e.used > limit,
         }
     }
 
