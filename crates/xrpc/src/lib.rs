@@ -7,12 +7,25 @@
 //! One tokio runtime: the async threads parse HTTP, route, check tokens and
 //! render JSON. Short reads run on a fixed read pool (`pool.rs`, one
 //! thread per core), and so does every read a response streams from (a
-//! getRepo export is spooled there, then read back chunk by chunk), so a
-//! client that stops reading never holds a thread; scrypt and store
-//! writes run on tokio's blocking pool, which readers never enter.
+//! getRepo export, or a large record's proof, is spooled there, then read
+//! back chunk by chunk; a large listRecords page or blob is read chunk by
+//! chunk, each chunk under its own read transaction: `stream.rs`), so a
+//! client that stops reading never holds a thread, a read transaction or
+//! more than a few chunks; scrypt and store writes run on tokio's
+//! blocking pool, which readers never enter.
 //! The router is a `match` on the method name (`routes/mod.rs`); handlers
 //! render their JSON directly into one buffer (records come pre-rendered
-//! from the store: [`store::RecordView::json`]).
+//! from the store: [`store::RecordView::json`]), or into chunks when the
+//! answer is large.
+//!
+//! # Deviation: a large listRecords page is not one snapshot
+//!
+//! A page whose records come to 256 KiB or more is streamed, each chunk
+//! of records read under its own transaction (`routes/repo.rs`), so that
+//! a client that stops reading pins neither the page in memory nor the
+//! WAL. A record written or deleted past the chunks already sent may or
+//! may not appear, as at a page boundary; no record appears twice, the
+//! order holds, and `limit` and the cursor keep their lexicon meaning.
 //!
 //! # Deviation: a lone commit runs on its async thread
 //!
