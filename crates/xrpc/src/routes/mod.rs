@@ -101,6 +101,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Resp
             Ok(slot) => Some(slot),
             Err(e) => {
                 let mut resp = error(&e);
+                apply_ticket(ticket.as_ref(), &mut resp);
                 resp.headers_mut().insert(
                     header::RETRY_AFTER,
                     HeaderValue::from(crate::admission::RETRY_AFTER_SECS),
@@ -116,12 +117,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Resp
         Ok(r) => r,
         Err(e) => error(&e),
     };
-    if let Some(t) = ticket {
-        let status = *t.status.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(status) = status {
-            status.apply(resp.headers_mut());
-        }
-    }
+    apply_ticket(ticket.as_ref(), &mut resp);
     if resp.status() == StatusCode::REQUEST_TIMEOUT {
         // The rest of a body past its deadline is not waited for: the
         // connection goes once the answer is out.
@@ -140,6 +136,16 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Resp
     match slot {
         Some(slot) => resp.map(|b| Body::Admitted(Box::new(b), Arc::new(slot))),
         None => resp,
+    }
+}
+
+/// The `RateLimit-*` headers of the request's charge, if any.
+fn apply_ticket(ticket: Option<&Ticket>, resp: &mut Response<Body>) {
+    if let Some(t) = ticket {
+        let status = *t.status.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(status) = status {
+            status.apply(resp.headers_mut());
+        }
     }
 }
 
