@@ -7,7 +7,7 @@ use rusqlite::{OptionalExtension, params};
 
 use crate::error::{Result, StoreError};
 use crate::rows::cid_from_sql;
-use crate::{Blob, Store};
+use crate::{Blob, BlobHead, Store};
 
 fn validate_mime(mime: &str) -> Result<()> {
     let ok = mime.len() <= 255
@@ -115,6 +115,70 @@ impl Store {
             }
             None => Ok(None),
         }
+    }
+
+    /// A blob's MIME type and size, and its bytes when it is at most
+    /// `inline_max` bytes long: one lookup answers a small blob whole,
+    /// and a large one is then read piece by piece
+    /// ([`Store::read_blob_at`]) rather than held whole.
+    pub fn blob_head(&self, did: &str, cid: &Cid, inline_max: u64) -> Result<Option<BlobHead>> {
+        validate_did(did)?;
+        let r = self.reader()?;
+        // The CASE leaves a large blob's overflow pages unread.
+        let mut st = r.prepare_cached(
+            "SELECT mime, size, CASE WHEN size <= ?3 THEN bytes END FROM blobs \
+             WHERE did = ?1 AND cid = ?2",
+        )?;
+        let max = i64::try_from(inline_max).unwrap_or(i64::MAX);
+        let mut rows = st.query(params![did, &cid.to_bytes()[..], max])?;
+        match rows.next()? {
+            Some(row) => Ok(Some(BlobHead {
+                mime: row.get_ref(0)?.as_str()?.to_owned(),
+                size: u64::try_from(row.get::<_, i64>(1)?).unwrap_or(0),
+                bytes: match row.get_ref(2)? {
+                    rusqlite::types::ValueRef::Blob(b) => Some(b.to_vec()),
+                    _ => None,
+                },
+            })),
+            None => Ok(None),
+        }
+    }
+
+    /// Reads a blob's bytes from `offset` into `buf` (as many as fit and
+    /// the blob has): the count read (0 at or past its end), `None` when
+    /// the store does not hold the blob. SQLite's incremental blob I/O
+    /// reads only the pages under the range, and the read transaction
+    /// lasts this call only, so a large blob is streamed chunk by chunk
+    /// without holding it whole or pinning the WAL between chunks.
+    pub fn read_blob_at(
+        &self,
+        did: &str,
+        cid: &Cid,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<Option<usize>> {
+        validate_did(did)?;
+        let r = self.reader()?;
+        let rowid: Option<i64> = r
+            .prepare_cached("SELECT rowid FROM blobs WHERE did = ?1 AND cid = ?2")?
+            .query_row(params![did, &cid.to_bytes()[..]], |row| row.get(0))
+            .optional()?;
+        let Some(rowid) = rowid else {
+            return Ok(None);
+        };
+        let blob = r.blob_open(rusqlite::MAIN_DB, "blobs", "bytes", rowid, true)?;
+        let len = blob.len() as u64;
+        if offset >= len {
+            return Ok(Some(0));
+        }
+        let n = buf
+            .len()
+            .min(usize::try_from(len - offset).unwrap_or(usize::MAX));
+        // `offset < len`, and a blob's length fits an i32 (SQLite's own
+        // limit), so the conversion holds.
+        let at = usize::try_from(offset).unwrap_or(usize::MAX);
+        blob.read_at_exact(&mut buf[..n], at)?;
+        Ok(Some(n))
     }
 
     /// A blob's MIME type and size, without its bytes (HEAD, Range).

@@ -184,6 +184,23 @@ impl Store {
         collection: &str,
         opts: &ListOptions<'_>,
     ) -> Result<Vec<RecordView>> {
+        self.list_records_within(did, collection, opts, usize::MAX)
+    }
+
+    /// [`Store::list_records`], bounded in bytes: the page stops after the
+    /// record that brings its rendered JSON to `max_bytes` or past it (at
+    /// least one record, whatever its size). A page shorter than the limit
+    /// whose records add up to `max_bytes` or more may have more after it:
+    /// the caller goes on from its last key. Each call is one short read
+    /// transaction, so a caller that pages a large answer out chunk by
+    /// chunk holds none between chunks.
+    pub fn list_records_within(
+        &self,
+        did: &str,
+        collection: &str,
+        opts: &ListOptions<'_>,
+        max_bytes: usize,
+    ) -> Result<Vec<RecordView>> {
         let limit = Self::list_check(did, collection, opts)?;
         let r = self.reader()?;
         let mut st = r.prepare_cached(Self::list_sql(true, opts.cursor.is_some(), opts.reverse))?;
@@ -192,15 +209,20 @@ impl Store {
             None => st.query(params![did, collection, limit])?,
         };
         let mut out = Vec::with_capacity(limit as usize);
+        let mut bytes = 0usize;
         while let Some(row) = rows.next()? {
             let rkey = row.get_ref(0)?.as_str()?;
             let cid = cid_from_sql(row.get_ref(1)?.as_blob()?)?;
             let json = render_record(did, collection, rkey, &cid, row.get_ref(2)?.as_blob()?)?;
+            bytes = bytes.saturating_add(json.len());
             out.push(RecordView {
                 rkey: rkey.to_owned(),
                 cid,
                 json,
             });
+            if bytes >= max_bytes {
+                break;
+            }
         }
         Ok(out)
     }

@@ -193,6 +193,18 @@ pub struct Blob {
     pub bytes: Vec<u8>,
 }
 
+/// A blob's type and size, with its bytes when it is small enough
+/// ([`Store::blob_head`](crate::Store::blob_head)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobHead {
+    /// MIME type.
+    pub mime: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// The whole blob, when its size is within the caller's bound.
+    pub bytes: Option<Vec<u8>>,
+}
+
 /// One sequenced event, framed for subscribeRepos.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {

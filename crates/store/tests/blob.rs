@@ -24,6 +24,46 @@ fn blobs_put_get_range_and_references() {
         bytes[4990..]
     );
     assert!(store.get_blob(did, &Cid::for_raw(b"x")).unwrap().is_none());
+    // The head: bytes inline only within the bound.
+    let h = store.blob_head(did, &cid, 5000).unwrap().unwrap();
+    assert_eq!((h.mime.as_str(), h.size), ("image/jpeg", 5000));
+    assert_eq!(h.bytes.as_deref(), Some(&bytes[..]));
+    assert_eq!(
+        store.blob_head(did, &cid, 4999).unwrap().unwrap().bytes,
+        None
+    );
+    assert!(
+        store
+            .blob_head(did, &Cid::for_raw(b"x"), 9)
+            .unwrap()
+            .is_none()
+    );
+    // Incremental reads: a slice, the clamped tail, past the end, missing.
+    let mut buf = [0u8; 64];
+    assert_eq!(
+        store.read_blob_at(did, &cid, 100, &mut buf).unwrap(),
+        Some(64)
+    );
+    assert_eq!(buf[..], bytes[100..164]);
+    assert_eq!(
+        store.read_blob_at(did, &cid, 4990, &mut buf).unwrap(),
+        Some(10)
+    );
+    assert_eq!(buf[..10], bytes[4990..]);
+    assert_eq!(
+        store.read_blob_at(did, &cid, 5000, &mut buf).unwrap(),
+        Some(0)
+    );
+    assert_eq!(
+        store.read_blob_at(did, &cid, u64::MAX, &mut buf).unwrap(),
+        Some(0)
+    );
+    assert_eq!(
+        store
+            .read_blob_at(did, &Cid::for_raw(b"x"), 0, &mut buf)
+            .unwrap(),
+        None
+    );
     let post = serde_json::json!({
         "$type": "app.bsky.feed.post", "text": "pic", "createdAt": "2024-06-01T00:00:00.000Z",
         "embed": {"$type": "app.bsky.embed.images", "images": [{"alt": "", "image": {

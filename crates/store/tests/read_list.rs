@@ -55,6 +55,18 @@ fn pages_match_reference_rendering() {
                         reverse,
                     };
                     let page = store.list_records(&did, coll, &opts).unwrap();
+                    // Bounded in bytes: a prefix of the page, at least one
+                    // record, stopping at the first that reaches the bound.
+                    let within = store.list_records_within(&did, coll, &opts, 2000).unwrap();
+                    let mut sum = 0;
+                    let cut = page
+                        .iter()
+                        .position(|r| {
+                            sum += r.json.len();
+                            sum >= 2000
+                        })
+                        .map_or(page.len(), |i| i + 1);
+                    assert_eq!(within, page[..cut], "{coll} {opts:?} within 2000 bytes");
                     let n = match limit {
                         0 => 50,
                         n => n.min(100),

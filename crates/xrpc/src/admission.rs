@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use http::StatusCode;
@@ -44,6 +45,9 @@ pub struct Admission {
     per_addr: usize,
     total: usize,
     counts: Mutex<Counts>,
+    /// Bytes of the chunks their bodies handed to connections and that
+    /// are not freed yet ([`Slot::hold`]).
+    held: AtomicUsize,
 }
 
 /// One heavy response in flight; its drop frees the slot.
@@ -60,6 +64,7 @@ impl Admission {
             per_addr: per_addr.max(1),
             total: total.max(1),
             counts: Mutex::new(Counts::default()),
+            held: AtomicUsize::new(0),
         })
     }
 
@@ -96,10 +101,28 @@ impl Admission {
         })
     }
 
+    /// Bytes the heavy responses' chunks hold now ([`Slot::hold`]).
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
+    }
+
     /// Heavy responses in flight (all addresses).
     #[cfg(test)]
     fn in_flight(&self) -> usize {
         self.lock().total
+    }
+}
+
+impl Slot {
+    /// Counts `n` bytes a chunk of this response holds, until
+    /// [`Slot::release`].
+    pub fn hold(&self, n: usize) {
+        self.owner.held.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Uncounts what [`Slot::hold`] counted.
+    pub fn release(&self, n: usize) {
+        self.owner.held.fetch_sub(n, Ordering::Relaxed);
     }
 }
 

@@ -44,6 +44,8 @@ pub struct App {
     pub reads: Arc<crate::pool::Pool>,
     /// The heavy responses in flight (`admission.rs`).
     pub heavy: Arc<crate::admission::Admission>,
+    /// The rate limits' counters, when they are on (`rate_limit.rs`).
+    pub limits: Option<crate::rate_limit::RateLimiter>,
     /// Password hashes running at once (one per read thread): each fills
     /// 16 MiB, so fifty logins at once would otherwise take 800 MiB.
     pub kdf: tokio::sync::Semaphore,
@@ -217,6 +219,10 @@ impl App {
             writes: AtomicUsize::new(0),
             reads,
             heavy: crate::admission::Admission::new(config.heavy_per_address, config.heavy_total),
+            limits: config
+                .rate_limits
+                .as_ref()
+                .map(crate::rate_limit::RateLimiter::new),
             store,
             accounts,
             tokens: Tokens::new(&jwt, &server_did),
@@ -312,6 +318,12 @@ impl App {
     {
         let store = self.store.clone();
         self.reads.run(move || f(&store)).await
+    }
+
+    /// Charges a route's own rate limits (`rate_limit.rs`; nothing when
+    /// they are off): 429 past one.
+    pub fn charge(&self, parts: &Parts, what: crate::rate_limit::Charge<'_>) -> XResult<()> {
+        crate::rate_limit::charge(self.limits.as_ref(), parts, what)
     }
 
     /// The DID of the request's access token (401 without a valid one).

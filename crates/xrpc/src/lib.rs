@@ -7,12 +7,25 @@
 //! One tokio runtime: the async threads parse HTTP, route, check tokens and
 //! render JSON. Short reads run on a fixed read pool (`pool.rs`, one
 //! thread per core), and so does every read a response streams from (a
-//! getRepo export is spooled there, then read back chunk by chunk), so a
-//! client that stops reading never holds a thread; scrypt and store
-//! writes run on tokio's blocking pool, which readers never enter.
+//! getRepo export, or a large record's proof, is spooled there, then read
+//! back chunk by chunk; a large listRecords page or blob is read chunk by
+//! chunk, each chunk under its own read transaction: `stream.rs`), so a
+//! client that stops reading never holds a thread, a read transaction or
+//! more than a few chunks; scrypt and store writes run on tokio's
+//! blocking pool, which readers never enter.
 //! The router is a `match` on the method name (`routes/mod.rs`); handlers
 //! render their JSON directly into one buffer (records come pre-rendered
-//! from the store: [`store::RecordView::json`]).
+//! from the store: [`store::RecordView::json`]), or into chunks when the
+//! answer is large.
+//!
+//! # Deviation: a large listRecords page is not one snapshot
+//!
+//! A page whose records come to 256 KiB or more is streamed, each chunk
+//! of records read under its own transaction (`routes/repo.rs`), so that
+//! a client that stops reading pins neither the page in memory nor the
+//! WAL. A record written or deleted past the chunks already sent may or
+//! may not appear, as at a page boundary; no record appears twice, the
+//! order holds, and `limit` and the cursor keep their lexicon meaning.
 //!
 //! # Deviation: a lone commit runs on its async thread
 //!
@@ -34,12 +47,13 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | `admission` | the heavy responses in flight, per client address and in total (429 / 503 past the caps) |
+//! | `admission` | the heavy responses in flight, per client address and in total (429 / 503 past the caps), and the bytes their bodies hold |
 //! | `app` | the shared state: store, accounts, token keys, firehose, config-derived answers |
 //! | `net` | the listener, connections (limits, keep-alive), the runtime, graceful shutdown |
 //! | `request` | reading request bodies (capped), JSON bodies |
 //! | `response` | the response body type and the shared JSON answers |
 //! | `stall` | the connection's socket with its write deadline |
+//! | `stream` | response bodies produced chunk by chunk on demand, each chunk one short read |
 //! | `error` | [`XrpcError`]-style JSON errors and the store's errors mapped to lexicon names |
 //! | `params` | query strings: percent-decoding and the lexicon format checks |
 //! | `auth` | HS256 access / refresh JWTs and the secret file |
@@ -47,6 +61,7 @@
 //! | `accounts` | the account file: handles, password hashes, refresh tokens |
 //! | `plc` | did:plc genesis operations and their submission |
 //! | `pool` | the read pool: the store's short reads, off the async threads |
+//! | `rate_limit` | write points and rate limits (`--rate-limits`): the counters, the `RateLimit-*` headers |
 //! | `routes` | the XRPC methods, by lexicon namespace |
 //! | `firehose` | the event hub: the store's event feed (each frame encoded once by the store's writer, appended in seq order as batches commit) fanned out to subscribers, its bytes shared by all |
 //! | `subscribe` | one WebSocket subscriber: replay, cut-over, outbox, ping |
@@ -69,10 +84,12 @@ mod params;
 mod password;
 mod plc;
 mod pool;
+mod rate_limit;
 mod request;
 mod response;
 mod routes;
 mod stall;
+mod stream;
 mod subscribe;
 
 use std::future::Future;
@@ -82,6 +99,7 @@ use std::time::Duration;
 
 pub use error::ServerError;
 pub use net::runtime;
+pub use rate_limit::{Limit, RateLimits};
 
 /// How the server runs. [`ServerConfig::new`] gives the defaults of the
 /// `atpds` command line.
@@ -123,6 +141,10 @@ pub struct ServerConfig {
     /// Heavy responses in flight in total; past it, 503 with
     /// `Retry-After` before any work.
     pub heavy_total: usize,
+    /// Write points and rate limits (see `rate_limit.rs`); `None`, the
+    /// default, turns them off, as in the reference PDS.
+    /// [`RateLimits::reference`] gives the reference's values.
+    pub rate_limits: Option<RateLimits>,
     /// Largest request URL (path and query, bytes).
     pub max_url_bytes: usize,
     /// Largest request head (request line and headers, bytes).
@@ -183,6 +205,7 @@ impl ServerConfig {
             write_stall: Duration::from_secs(30),
             heavy_per_address: 64,
             heavy_total: 256,
+            rate_limits: None,
             max_url_bytes: 8 << 10,
             max_header_bytes: 16 << 10,
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
@@ -209,6 +232,7 @@ pub struct RunningServer {
     done: Option<std::sync::mpsc::Receiver<Result<(), ServerError>>>,
     thread: Option<std::thread::JoinHandle<()>>,
     stats: std::sync::Arc<firehose::Stats>,
+    heavy: std::sync::Arc<admission::Admission>,
     startup: String,
 }
 
@@ -233,6 +257,15 @@ impl RunningServer {
     /// `ConsumerTooSlow` goodbye, later).
     pub fn too_slow_drops(&self) -> usize {
         self.stats.too_slow()
+    }
+
+    /// Bytes of heavy responses (getRepo, getBlob, listBlobs, listRecords,
+    /// sync.getRecord) the connections hold now: every chunk handed to a
+    /// connection and not yet sent and freed. What a client that stops
+    /// reading pins in the server, beside the few chunks a streamed
+    /// body's producer keeps ahead of it (`stream.rs`).
+    pub fn heavy_bytes_held(&self) -> usize {
+        self.heavy.held()
     }
 
     /// The one-line startup report (storage, migrations, sequence).
@@ -286,6 +319,7 @@ pub fn spawn(config: ServerConfig) -> Result<RunningServer, ServerError> {
                 let _ = ready_tx.send(Ok((
                     bound.addr(),
                     bound.stats(),
+                    bound.heavy(),
                     bound.startup_line().to_owned(),
                 )));
                 bound
@@ -301,12 +335,13 @@ pub fn spawn(config: ServerConfig) -> Result<RunningServer, ServerError> {
         })
         .map_err(ServerError::Io)?;
     match ready_rx.recv() {
-        Ok(Ok((addr, stats, startup))) => Ok(RunningServer {
+        Ok(Ok((addr, stats, heavy, startup))) => Ok(RunningServer {
             addr,
             stop: Some(stop_tx),
             done: Some(done_rx),
             thread: Some(thread),
             stats,
+            heavy,
             startup,
         }),
         Ok(Err(e)) => {

@@ -77,6 +77,11 @@ impl Bound {
         self.app.hub.stats()
     }
 
+    /// The heavy responses' admission (their counts and held bytes).
+    pub fn heavy(&self) -> Arc<crate::admission::Admission> {
+        self.app.heavy.clone()
+    }
+
     /// The startup report line.
     pub fn startup_line(&self) -> &str {
         &self.app.startup

@@ -15,11 +15,11 @@ use tokio::sync::mpsc;
 use crate::admission::Slot;
 use crate::error::XrpcError;
 
-/// A response body: one buffer, or a stream of chunks (getRepo).
+/// A response body: one buffer, or a stream of chunks (`stream.rs`).
 pub enum Body {
     /// A whole body (taken on the first poll).
     Full(Option<Bytes>),
-    /// Chunks from a producer (getRepo's spool reader).
+    /// Chunks from a producer (`stream.rs`).
     Stream(mpsc::Receiver<Result<Bytes, std::io::Error>>),
     /// A heavy response's body with its admission slot (`admission.rs`):
     /// every chunk carries a share of it, so the slot is freed once the
@@ -51,9 +51,10 @@ impl hyper::body::Body for Body {
                 f.map(|r| {
                     r.map(|f| {
                         f.map_data(|d| {
+                            slot.hold(d.len());
                             Bytes::from_owner(Held {
                                 data: d,
-                                _slot: slot.clone(),
+                                slot: slot.clone(),
                             })
                         })
                     })
@@ -79,10 +80,17 @@ impl hyper::body::Body for Body {
     }
 }
 
-/// A chunk of a heavy response with its share of the slot.
+/// A chunk of a heavy response with its share of the slot; its bytes are
+/// counted as held ([`Slot::hold`]) until it is freed.
 struct Held {
     data: Bytes,
-    _slot: Arc<Slot>,
+    slot: Arc<Slot>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.slot.release(self.data.len());
+    }
 }
 
 impl AsRef<[u8]> for Held {
@@ -97,6 +105,13 @@ const JSON: HeaderValue = HeaderValue::from_static("application/json; charset=ut
 pub fn json(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
     let mut r = Response::new(Body::Full(Some(body.into())));
     *r.status_mut() = status;
+    r.headers_mut().insert(header::CONTENT_TYPE, JSON);
+    r
+}
+
+/// A 200 JSON answer streamed from `body`.
+pub fn ok_stream(body: Body) -> Response<Body> {
+    let mut r = Response::new(body);
     r.headers_mut().insert(header::CONTENT_TYPE, JSON);
     r
 }

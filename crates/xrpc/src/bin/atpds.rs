@@ -66,6 +66,31 @@ struct Args {
     /// Async worker threads (default: one per core).
     #[arg(long)]
     workers: Option<usize>,
+    /// Turn on write points and rate limits, at the reference PDS's values
+    /// unless set below (off by default, as in the reference PDS).
+    #[arg(long)]
+    rate_limits: bool,
+    /// Record-write points per DID per hour (create 3, update 2, delete 1).
+    #[arg(long, requires = "rate_limits", default_value_t = 5_000)]
+    rate_limit_writes_hour: u32,
+    /// Record-write points per DID per day.
+    #[arg(long, requires = "rate_limits", default_value_t = 35_000)]
+    rate_limit_writes_day: u32,
+    /// XRPC requests per client IP per 5 minutes.
+    #[arg(long, requires = "rate_limits", default_value_t = 3_000)]
+    rate_limit_global: u32,
+    /// uploadBlob calls per client IP per day.
+    #[arg(long, requires = "rate_limits", default_value_t = 1_000)]
+    rate_limit_upload_blob: u32,
+    /// createSession calls per identifier and IP per 5 minutes.
+    #[arg(long, requires = "rate_limits", default_value_t = 30)]
+    rate_limit_session_short: u32,
+    /// createSession calls per identifier and IP per day.
+    #[arg(long, requires = "rate_limits", default_value_t = 300)]
+    rate_limit_session_day: u32,
+    /// Keys (addresses, DIDs, identifiers) each limit tracks at most.
+    #[arg(long, requires = "rate_limits", default_value_t = 50_000)]
+    rate_limit_max_keys: usize,
 }
 
 /// Installs the SIGINT and SIGTERM handlers now (before the address is
@@ -109,6 +134,17 @@ fn main() -> ExitCode {
     config.wal_restart_frames = args.wal_restart_frames;
     if let Some(n) = args.workers {
         config.workers = n;
+    }
+    if args.rate_limits {
+        let mut l = xrpc::RateLimits::reference();
+        l.writes_hour.points = args.rate_limit_writes_hour;
+        l.writes_day.points = args.rate_limit_writes_day;
+        l.global.points = args.rate_limit_global;
+        l.upload_blob.points = args.rate_limit_upload_blob;
+        l.session_short.points = args.rate_limit_session_short;
+        l.session_day.points = args.rate_limit_session_day;
+        l.max_keys = args.rate_limit_max_keys;
+        config.rate_limits = Some(l);
     }
     let runtime = match xrpc::runtime(config.workers) {
         Ok(r) => r,

@@ -1,6 +1,8 @@
 //! Blobs: `repo.uploadBlob` (streamed into one buffer, refused as soon as
 //! it passes `blobUploadLimit`), `repo.listMissingBlobs`, `sync.getBlob`
-//! (HTTP Range, HEAD without reading the bytes) and `sync.listBlobs`.
+//! (HTTP Range, HEAD without reading the bytes, a large blob streamed in
+//! chunks) and `sync.listBlobs` (a page of at most 1,000 CIDs, about
+//! 64 KB: bounded in bytes by its limit).
 
 use std::sync::Arc;
 
@@ -26,6 +28,9 @@ pub async fn upload_blob(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResu
         .unwrap_or("application/octet-stream")
         .trim()
         .to_owned();
+    // Rate limits are charged before the body is read, as in the
+    // reference PDS.
+    app.charge(parts, crate::rate_limit::Charge::UploadBlob)?;
     // One buffer, sized from Content-Length when declared, moved into the
     // store: the bytes are not copied again on the way.
     let bytes = read_body(app, parts, body, app.config.blob_upload_limit).await?;
@@ -110,7 +115,42 @@ fn parse_range(h: &str, size: u64) -> Option<Result<(u64, u64), ()>> {
     Some(Ok(range))
 }
 
+/// Blobs (and ranges) up to this size are answered from one read; a
+/// larger one is streamed in slices of this size, each read on the read
+/// pool under its own short transaction (`Store::read_blob_at`).
+const BLOB_CHUNK: u64 = 256 << 10;
+
+/// The bytes `[at, end)` of a blob still to stream.
+struct BlobRest {
+    did: String,
+    cid: repo::Cid,
+    at: u64,
+    end: u64,
+}
+
+fn blob_chunk(store: &store::Store, mut rest: BlobRest) -> XResult<Option<(Bytes, BlobRest)>> {
+    if rest.at >= rest.end {
+        return Ok(None);
+    }
+    let want = (rest.end - rest.at).min(BLOB_CHUNK) as usize;
+    let mut buf = vec![0u8; want];
+    let n = store
+        .read_blob_at(&rest.did, &rest.cid, rest.at, &mut buf)?
+        .ok_or_else(|| XrpcError::internal("the blob went away while it was being sent"))?;
+    if n < want {
+        return Err(XrpcError::internal(
+            "the blob shrank while it was being sent",
+        ));
+    }
+    rest.at += n as u64;
+    Ok(Some((Bytes::from(buf), rest)))
+}
+
 /// `com.atproto.sync.getBlob`.
+///
+/// A blob or range of up to [`BLOB_CHUNK`] bytes is read in one lookup
+/// and answered whole; a larger one is streamed chunk by chunk, so a
+/// client that stops reading holds a few chunks, not the blob.
 pub async fn get_blob(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> {
     let p = Params::parse(parts.uri.query())?;
     let did = p.did("did")?.to_owned();
@@ -121,29 +161,35 @@ pub async fn get_blob(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> 
         .get(header::RANGE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let (did2, cid2) = (did.clone(), cid);
     let found = app
         .read(move |store| {
-            if !head && range.is_none() {
-                // The common case: one lookup for type and bytes.
-                return Ok(store.get_blob(&did, &cid)?.map(|b| {
-                    let size = b.bytes.len() as u64;
-                    (b.mime, size, Ok((None, Some(b.bytes))))
-                }));
-            }
-            let Some((mime, size)) = store.blob_meta(&did, &cid)? else {
+            // The common case (the whole of a small blob) is one lookup
+            // for type, size and bytes.
+            let inline = if head || range.is_some() {
+                0
+            } else {
+                BLOB_CHUNK
+            };
+            let Some(b) = store.blob_head(&did2, &cid2, inline)? else {
                 return Ok(None);
             };
-            let range = match range.as_deref().and_then(|r| parse_range(r, size)) {
+            let range = match range.as_deref().and_then(|r| parse_range(r, b.size)) {
                 None => None,
                 Some(Ok(r)) => Some(r),
-                Some(Err(())) => return Ok(Some((mime, size, Err(())))),
+                Some(Err(())) => return Ok(Some((b.mime, b.size, Err(())))),
             };
             let bytes = match (head, range) {
-                (true, _) => None,
-                (false, None) => store.get_blob(&did, &cid)?.map(|b| b.bytes),
-                (false, Some((a, b))) => store.get_blob_range(&did, &cid, a, b - a + 1)?,
+                (false, Some((a, z))) if z - a < BLOB_CHUNK => {
+                    let mut buf = vec![0u8; (z - a + 1) as usize];
+                    match store.read_blob_at(&did2, &cid2, a, &mut buf)? {
+                        Some(n) if n == buf.len() => Some(buf),
+                        _ => return Ok(None),
+                    }
+                }
+                _ => b.bytes,
             };
-            Ok(Some((mime, size, Ok((range, bytes)))))
+            Ok(Some((b.mime, b.size, Ok((range, bytes)))))
         })
         .await?;
     let Some((mime, size, body)) = found else {
@@ -188,8 +234,14 @@ pub async fn get_blob(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> 
         );
         h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
     }
-    if let Ok((_, Some(b))) = body {
-        *r.body_mut() = Body::Full(Some(Bytes::from(b)));
+    match body {
+        Ok((_, Some(b))) => *r.body_mut() = Body::Full(Some(Bytes::from(b))),
+        Ok((range, None)) if !head => {
+            let (at, end) = range.map_or((0, size), |(a, b)| (a, b + 1));
+            let rest = BlobRest { did, cid, at, end };
+            *r.body_mut() = crate::stream::produced(app, None, rest, blob_chunk);
+        }
+        _ => {}
     }
     Ok(r)
 }

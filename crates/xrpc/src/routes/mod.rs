@@ -24,6 +24,7 @@ use hyper::body::Incoming;
 
 use crate::app::App;
 use crate::error::{XResult, XrpcError};
+use crate::rate_limit::{Class, Ticket};
 use crate::response::{Body, error, json, ok};
 
 /// Which HTTP methods an XRPC method takes.
@@ -65,12 +66,42 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Resp
             format!("URL longer than {} bytes", app.config.max_url_bytes),
         ));
     }
+    // Rate limits, when on (`rate_limit.rs`): one branch when off.
+    let ticket = match &app.limits {
+        None => None,
+        Some(limiter) => match rate_limit_class(&parts) {
+            Class::Free => None,
+            Class::Global => {
+                let status = limiter.charge_global(peer);
+                if status.exceeded {
+                    let mut resp = error(&crate::rate_limit::exceeded());
+                    status.apply(resp.headers_mut());
+                    return resp;
+                }
+                Some(Ticket {
+                    peer,
+                    status: Arc::new(std::sync::Mutex::new(Some(status))),
+                })
+            }
+            Class::Own => {
+                // The route charges its own limits once its token and
+                // body are checked (`App::charge`).
+                let t = Ticket {
+                    peer,
+                    status: Arc::new(std::sync::Mutex::new(None)),
+                };
+                parts.extensions.insert(t.clone());
+                Some(t)
+            }
+        },
+    };
     // A heavy response takes its slot before any work (`admission.rs`).
     let slot = match parts.uri.path().strip_prefix("/xrpc/") {
         Some(m) if crate::admission::is_heavy(m) => match app.heavy.admit(peer) {
             Ok(slot) => Some(slot),
             Err(e) => {
                 let mut resp = error(&e);
+                apply_ticket(ticket.as_ref(), &mut resp);
                 resp.headers_mut().insert(
                     header::RETRY_AFTER,
                     HeaderValue::from(crate::admission::RETRY_AFTER_SECS),
@@ -86,6 +117,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Resp
         Ok(r) => r,
         Err(e) => error(&e),
     };
+    apply_ticket(ticket.as_ref(), &mut resp);
     if resp.status() == StatusCode::REQUEST_TIMEOUT {
         // The rest of a body past its deadline is not waited for: the
         // connection goes once the answer is out.
@@ -104,6 +136,23 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Resp
     match slot {
         Some(slot) => resp.map(|b| Body::Admitted(Box::new(b), Arc::new(slot))),
         None => resp,
+    }
+}
+
+/// The `RateLimit-*` headers of the request's charge, if any.
+fn apply_ticket(ticket: Option<&Ticket>, resp: &mut Response<Body>) {
+    if let Some(t) = ticket {
+        let status = *t.status.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(status) = status {
+            status.apply(resp.headers_mut());
+        }
+    }
+}
+
+fn rate_limit_class(parts: &Parts) -> Class {
+    match parts.uri.path().strip_prefix("/xrpc/") {
+        Some(m) => crate::rate_limit::class(m),
+        None => Class::Free,
     }
 }
 

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use http::request::Parts;
 use http::{Response, StatusCode};
 use hyper::body::Incoming;
@@ -18,8 +19,9 @@ use store::{CommitInfo, ListOptions, RecordWrite, StoreError, WriteAction};
 use crate::app::{App, Run};
 use crate::error::{XResult, XrpcError};
 use crate::params::{Id, Params, at_identifier, parse_cid};
+use crate::rate_limit::{Charge, write_points};
 use crate::request::json_body;
-use crate::response::{Body, end_page, ok};
+use crate::response::{Body, end_page, ok, ok_stream};
 
 const MAX_WRITES: usize = 200;
 
@@ -143,6 +145,16 @@ fn write_answer(info: &CommitInfo) -> XResult<String> {
     Ok(s)
 }
 
+/// Charges the write points of `actions` to `did` (`rate_limit.rs`;
+/// nothing when rate limits are off).
+fn charge_writes(app: &App, parts: &Parts, did: &str, actions: &[WriteAction]) -> XResult<()> {
+    if app.limits.is_none() {
+        return Ok(());
+    }
+    let points = actions.iter().map(|a| write_points(*a)).sum();
+    app.charge(parts, Charge::Writes { did, points })
+}
+
 /// Commits `writes` ([`App::write`]: inline when alone). The outer error
 /// is the server's (a worker that failed), the inner one the store's,
 /// still typed so that a caller can tell its refusals apart
@@ -171,6 +183,7 @@ pub async fn create_record(
     let record = record_cbor(&input.collection, input.record)?;
     let swap = opt_cid("swapCommit", input.swap_commit.as_deref())?;
     let write = RecordWrite::create(&input.collection, input.rkey.as_deref(), record);
+    charge_writes(app, parts, &did, &[write.action])?;
     let info = commit(app, did, vec![write], swap).await??;
     Ok(ok(write_answer(&info)?))
 }
@@ -188,6 +201,8 @@ pub async fn put_record(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResul
         Some(None) => Some(None),
         Some(Some(c)) => Some(Some(parse_cid("swapRecord", &c)?)),
     };
+    // An update's points even when it creates, as in the reference PDS.
+    charge_writes(app, parts, &did, &[write.action])?;
     let info = commit(app, did, vec![write], swap).await??;
     Ok(ok(write_answer(&info)?))
 }
@@ -206,6 +221,7 @@ pub async fn delete_record(
     let mut write = RecordWrite::delete(&input.collection, &input.rkey);
     write.swap_record = opt_cid("swapRecord", input.swap_record.as_deref())?.map(Some);
     let no_swap = write.swap_record.is_none() && swap.is_none();
+    charge_writes(app, parts, &did, &[write.action])?;
     match commit(app, did, vec![write], swap).await? {
         Ok(info) => {
             let mut s = String::with_capacity(128);
@@ -275,6 +291,7 @@ pub async fn apply_writes(
         .map(|(i, w)| parse_write(w, i))
         .collect::<XResult<Vec<_>>>()?;
     let actions: Vec<WriteAction> = writes.iter().map(|w| w.action).collect();
+    charge_writes(app, parts, &did, &actions)?;
     let swap = opt_cid("swapCommit", input.swap_commit.as_deref())?;
     let info = commit(app, did, writes, swap).await??;
     let mut s = String::with_capacity(128 + 160 * actions.len());
@@ -322,7 +339,71 @@ pub async fn get_record(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>
     }
 }
 
+/// The byte target of a listRecords chunk: a page whose records fit in
+/// it is answered whole from one read; a larger one is streamed, a chunk
+/// of records (at least one, whatever its size) per read.
+const PAGE_CHUNK_BYTES: usize = 256 << 10;
+
+/// What is left of a listRecords page being streamed.
+struct PageRest {
+    did: String,
+    collection: String,
+    reverse: bool,
+    /// The key of the last record sent.
+    after: String,
+    /// Records the page may still hold.
+    left: usize,
+    done: bool,
+}
+
+/// The next chunk of a streamed listRecords page: the records after
+/// `rest.after`, each preceded by a comma (the first chunk holds at
+/// least one record), and the end of the answer once the page is full
+/// (with its cursor) or the collection ends.
+fn page_chunk(store: &store::Store, mut rest: PageRest) -> XResult<Option<(Bytes, PageRest)>> {
+    if rest.done {
+        return Ok(None);
+    }
+    let opts = ListOptions {
+        limit: rest.left,
+        cursor: Some(&rest.after),
+        reverse: rest.reverse,
+    };
+    let records =
+        store.list_records_within(&rest.did, &rest.collection, &opts, PAGE_CHUNK_BYTES)?;
+    let bytes: usize = records.iter().map(|r| r.json.len() + 1).sum();
+    let mut s = String::with_capacity(bytes + 64);
+    for r in &records {
+        s.push(',');
+        s.push_str(&r.json);
+    }
+    rest.left -= records.len().min(rest.left);
+    match records.last() {
+        Some(last) if rest.left == 0 => {
+            s.push_str("],\"cursor\":");
+            push_json_str(&last.rkey, &mut s);
+            s.push('}');
+            rest.done = true;
+        }
+        Some(last) if bytes >= PAGE_CHUNK_BYTES => rest.after = last.rkey.clone(),
+        _ => {
+            s.push_str("]}");
+            rest.done = true;
+        }
+    }
+    Ok(Some((Bytes::from(s), rest)))
+}
+
 /// `com.atproto.repo.listRecords`.
+///
+/// A page whose records come to [`PAGE_CHUNK_BYTES`] or more is streamed:
+/// each further chunk of records is read on demand, under its own short
+/// read transaction, so a client that stops reading holds a few chunks,
+/// not the page (100 records of up to a megabyte each), and pins neither
+/// a thread nor the WAL. Such a page is not one snapshot: a record
+/// written or deleted past the chunks already sent while it streams may
+/// or may not be in it, as with a page boundary; no record is sent twice
+/// and the order holds.
 pub async fn list_records(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> {
     let p = Params::parse(parts.uri.query())?;
     // An account this server does not hold is an error, as in the
@@ -338,6 +419,7 @@ pub async fn list_records(app: &Arc<App>, parts: &Parts) -> XResult<Response<Bod
     let limit = p.int("limit", 1, 100, 50)? as usize;
     let cursor = p.opt_rkey("cursor")?.map(str::to_owned);
     let reverse = p.bool("reverse")?;
+    let (did2, collection2) = (did.clone(), collection.clone());
     let records = app
         .read(move |store| {
             let opts = ListOptions {
@@ -345,10 +427,11 @@ pub async fn list_records(app: &Arc<App>, parts: &Parts) -> XResult<Response<Bod
                 cursor: cursor.as_deref(),
                 reverse,
             };
-            Ok(store.list_records(&did, &collection, &opts)?)
+            Ok(store.list_records_within(&did2, &collection2, &opts, PAGE_CHUNK_BYTES)?)
         })
         .await?;
-    let mut s = String::with_capacity(32 + records.iter().map(|r| r.json.len() + 1).sum::<usize>());
+    let bytes = records.iter().map(|r| r.json.len() + 1).sum::<usize>();
+    let mut s = String::with_capacity(32 + bytes);
     s.push_str("{\"records\":[");
     for (i, r) in records.iter().enumerate() {
         if i > 0 {
@@ -356,9 +439,23 @@ pub async fn list_records(app: &Arc<App>, parts: &Parts) -> XResult<Response<Bod
         }
         s.push_str(&r.json);
     }
-    Ok(end_page(s, &records, limit, |r, s| {
-        push_json_str(&r.rkey, s)
-    }))
+    match records.last() {
+        Some(last) if records.len() < limit && bytes >= PAGE_CHUNK_BYTES => {
+            let rest = PageRest {
+                did,
+                collection,
+                reverse,
+                after: last.rkey.clone(),
+                left: limit - records.len(),
+                done: false,
+            };
+            let body = crate::stream::produced(app, Some(Bytes::from(s)), rest, page_chunk);
+            Ok(ok_stream(body))
+        }
+        _ => Ok(end_page(s, &records, limit, |r, s| {
+            push_json_str(&r.rkey, s)
+        })),
+    }
 }
 
 /// `com.atproto.repo.describeRepo`.

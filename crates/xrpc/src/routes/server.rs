@@ -200,6 +200,14 @@ pub async fn create_session(
     body: Incoming,
 ) -> XResult<Response<Body>> {
     let input: CreateSessionInput = json_body(app, parts, body).await?;
+    // Keyed by the identifier as sent and the client IP, as in the
+    // reference PDS.
+    app.charge(
+        parts,
+        crate::rate_limit::Charge::Session {
+            identifier: &input.identifier,
+        },
+    )?;
     let id = input.identifier.trim().to_ascii_lowercase();
     let account = app.accounts.by_identifier(&id);
     // An unknown identifier is checked against the dummy hash (same

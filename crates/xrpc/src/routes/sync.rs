@@ -8,9 +8,10 @@
 //! holds no read transaction (the WAL keeps checkpointing), no thread (the
 //! writers' blocking pool keeps its capacity) and no more than a few
 //! chunks of memory; what it holds is a file the size of the repository,
-//! until the write deadline drops it.
+//! until the write deadline drops it. getRecord's proof CAR of a large
+//! record (past one chunk) is spooled and streamed the same way.
 
-use std::io::{Read, Seek, Write};
+use std::io::{Seek, Write};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -18,16 +19,13 @@ use http::request::Parts;
 use http::{HeaderValue, Response, header};
 use repo::car::write_car_vec;
 use repo::cbor::json::push_json_str;
-use tokio::sync::mpsc;
 
 use crate::app::App;
 use crate::error::{XResult, XrpcError};
 use crate::params::Params;
 use crate::response::{Body, end_page, ok};
 
-const CHUNK: usize = 64 << 10;
-/// Chunks in flight between the export and the socket.
-const CHUNKS_IN_FLIGHT: usize = 4;
+use crate::stream::CHUNK;
 const CAR: HeaderValue = HeaderValue::from_static("application/vnd.ipld.car");
 
 fn repo_not_found(did: &str) -> XrpcError {
@@ -35,20 +33,6 @@ fn repo_not_found(did: &str) -> XrpcError {
         "RepoNotFound",
         format!("Could not find repo for DID: {did}"),
     )
-}
-
-/// Reads until `buf` is full or the file ends; the bytes read.
-fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match f.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 /// `com.atproto.sync.getRepo`.
@@ -84,61 +68,43 @@ pub async fn get_repo(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> 
             Ok(file)
         })
         .await?;
-    let (tx, rx) = mpsc::channel(CHUNKS_IN_FLIGHT);
-    let app = app.clone();
-    tokio::spawn(async move {
-        let mut file = Some(spool);
-        while let Some(f) = file.take() {
-            let read = app
-                .reads
-                .run(move || {
-                    let mut f = f;
-                    let mut buf = vec![0u8; CHUNK];
-                    let n = read_full(&mut f, &mut buf)
-                        .map_err(|e| XrpcError::internal(format!("getRepo spool: {e}")))?;
-                    buf.truncate(n);
-                    Ok((f, buf))
-                })
-                .await;
-            match read {
-                Ok((_, buf)) if buf.is_empty() => break,
-                Ok((f, buf)) => {
-                    // A client that went away, or was dropped at the
-                    // write deadline, ends the stream and closes the file.
-                    if tx.send(Ok(Bytes::from(buf))).await.is_err() {
-                        break;
-                    }
-                    file = Some(f);
-                }
-                Err(e) => {
-                    // Ends the body with an error: the client sees a
-                    // truncated response, never a CAR that looks whole.
-                    let _ = tx.send(Err(std::io::Error::other(e.message))).await;
-                }
-            }
-        }
-    });
-    *r.body_mut() = Body::Stream(rx);
+    *r.body_mut() = crate::stream::spooled(app, spool, "getRepo");
     Ok(r)
 }
 
+/// A proof CAR, in memory when small, else spooled (see [`get_record`]).
+enum Proof {
+    Small(Vec<u8>),
+    Spooled(std::fs::File),
+}
+
 /// The proof CAR of one record: the commit block, the MST nodes covering
-/// the key, the record block (`Store::record_proof`).
+/// the key, the record block (`Store::record_proof`). One larger than a
+/// chunk (a large record) is written to an unlinked file in `dir`, so the
+/// memory it took is freed before the response waits on the client.
 fn proof_car(
     store: &store::Store,
+    dir: &std::path::Path,
     did: &str,
     collection: &str,
     rkey: &str,
-) -> XResult<Option<Vec<u8>>> {
-    match store.record_proof(did, collection, rkey) {
-        Ok(Some(p)) => Ok(Some(write_car_vec(
-            &[p.root],
-            p.blocks.iter().map(|(c, b)| (c, b.as_slice())),
-        ))),
-        Ok(None) => Ok(None),
-        Err(store::StoreError::UnknownAccount(_)) => Err(repo_not_found(did)),
-        Err(e) => Err(e.into()),
+) -> XResult<Option<Proof>> {
+    let p = match store.record_proof(did, collection, rkey) {
+        Ok(Some(p)) => p,
+        Ok(None) => return Ok(None),
+        Err(store::StoreError::UnknownAccount(_)) => return Err(repo_not_found(did)),
+        Err(e) => return Err(e.into()),
+    };
+    let car = write_car_vec(&[p.root], p.blocks.iter().map(|(c, b)| (c, b.as_slice())));
+    drop(p);
+    if car.len() <= CHUNK {
+        return Ok(Some(Proof::Small(car)));
     }
+    let spool = |e: std::io::Error| XrpcError::internal(format!("getRecord spool: {e}"));
+    let mut file = tempfile::tempfile_in(dir).map_err(spool)?;
+    file.write_all(&car).map_err(spool)?;
+    file.seek(std::io::SeekFrom::Start(0)).map_err(spool)?;
+    Ok(Some(Proof::Spooled(file)))
 }
 
 /// `com.atproto.sync.getRecord`.
@@ -147,11 +113,16 @@ pub async fn get_record(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>
     let did = p.did("did")?.to_owned();
     let collection = p.nsid("collection")?.to_owned();
     let rkey = p.rkey("rkey")?.to_owned();
+    let dir = app.spool_dir();
     let car = app
-        .read(move |store| proof_car(store, &did, &collection, &rkey))
+        .read(move |store| proof_car(store, &dir, &did, &collection, &rkey))
         .await?;
     let car = car.ok_or_else(|| XrpcError::bad("RecordNotFound", "Could not locate record"))?;
-    let mut r = Response::new(Body::Full(Some(Bytes::from(car))));
+    let body = match car {
+        Proof::Small(car) => Body::Full(Some(Bytes::from(car))),
+        Proof::Spooled(file) => crate::stream::spooled(app, file, "getRecord"),
+    };
+    let mut r = Response::new(body);
     r.headers_mut().insert(header::CONTENT_TYPE, CAR);
     Ok(r)
 }
