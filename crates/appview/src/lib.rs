@@ -25,6 +25,7 @@
 //! | `ordset` | [`OrdSet`]: the ordered set with rank access |
 //! | `index` | [`Index`]: record maps, sets per state and flow, ordered sets; fed by `#commit` frames |
 //! | `query` | the read patterns, their parameters, the page |
+//! | `filter` | [`RunFilter`], [`RunSort`]: the general flow-run read of Prefect's `/flow_runs/filter` |
 //! | `app` | [`AppView`]: the store, its repository, writes as commits, the live index |
 //! | `rebuild` | the index from an exported repository alone |
 //! | `bulk` | the seeded workload straight into an index (the 10^5 tier; `workload` feature) |
@@ -46,6 +47,7 @@ pub mod baseline_sql;
 #[cfg(feature = "workload")]
 pub mod bulk;
 mod error;
+mod filter;
 mod index;
 mod model;
 mod ordset;
@@ -58,6 +60,7 @@ mod uuid;
 
 pub use app::{APPVIEW_DID, AppView, signing_key, store_path, store_writes};
 pub use error::{AppviewError, Result};
+pub use filter::{Bounds, RunFilter, RunSort};
 pub use index::Index;
 pub use model::{
     FLOW_NSID, Flow, FlowRun, FlowRunState, Mutation, RUN_NSID, Record, RecordRef, STATE_NSID,
