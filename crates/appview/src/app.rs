@@ -214,6 +214,28 @@ impl AppView {
         failed.map_or(Ok(()), Err)
     }
 
+    /// Like [`apply`](Self::apply), with the input made by `make` from the
+    /// index under the write lock (so an input stamped with the time, or
+    /// read from the current state, is planned against that same state:
+    /// the REST server's writes). `make` returning `None` writes nothing.
+    pub fn apply_with(
+        &self,
+        make: impl FnOnce(&Index) -> Result<Option<Input>>,
+    ) -> Result<Option<Mutation>> {
+        let _writer = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        let mutation = {
+            let index = self.index();
+            let Some(input) = make(&index)? else {
+                return Ok(None);
+            };
+            plan(&*index, &input)?
+        };
+        self.store
+            .apply_writes(&self.did, store_writes(&mutation), None)?;
+        self.catch_up()?;
+        Ok(Some(mutation))
+    }
+
     /// [`apply`](Self::apply) of a workload operation.
     #[cfg(feature = "workload")]
     pub fn apply_op(&self, op: &datagen::appview::Op) -> Result<Mutation> {

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use crate::error::{AppviewError, Result};
 use crate::index::{Index, Sets};
-use crate::model::{Flow, FlowRun, StateType};
+use crate::model::{Flow, FlowRun, FlowRunState, StateType};
 use crate::ordset::OrdSet;
 use crate::query::RunWithState;
 use crate::uuid::Uuid;
@@ -395,6 +395,11 @@ impl Index {
             .collect()
     }
 
+    /// A state of the history.
+    pub fn state(&self, id: Uuid) -> Option<&FlowRunState> {
+        self.states.get(&id).map(|s| &**s)
+    }
+
     /// A run with its current state.
     pub fn run_with_state(&self, id: Uuid) -> Option<RunWithState> {
         self.runs.get(&id).map(|run| RunWithState {
@@ -428,7 +433,11 @@ mod tests {
             state_name: state.as_str().into(),
             state_timestamp: 0,
             expected_start: expected,
-            next_scheduled_start: if i % 3 == 0 { None } else { Some(expected) },
+            next_scheduled_start: if i.is_multiple_of(3) {
+                None
+            } else {
+                Some(expected)
+            },
             start,
             end,
             total_run_time: 0,
@@ -459,12 +468,12 @@ mod tests {
             }
         };
         match sort {
-            RunSort::IdDesc => runs.sort_by(|a, b| b.id.cmp(&a.id)),
+            RunSort::IdDesc => runs.sort_by_key(|r| std::cmp::Reverse(r.id)),
             RunSort::StartTimeAsc | RunSort::ExpectedStartTimeAsc => {
                 runs.sort_by_key(|r| (key(r), r.id))
             }
             RunSort::StartTimeDesc | RunSort::ExpectedStartTimeDesc | RunSort::EndTimeDesc => {
-                runs.sort_by(|a, b| (key(b), b.id).cmp(&(key(a), a.id)))
+                runs.sort_by_key(|r| std::cmp::Reverse((key(r), r.id)))
             }
             RunSort::NameAsc => runs.sort_by(|a, b| (&a.name, a.id).cmp(&(&b.name, b.id))),
             RunSort::NameDesc => runs.sort_by(|a, b| (&b.name, b.id).cmp(&(&a.name, a.id))),

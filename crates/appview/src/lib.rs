@@ -11,7 +11,8 @@
 //!
 //! The seeded workload (`datagen::appview`) is an input only behind the
 //! `workload` feature (`Input::from_op`, `AppView::apply_op`, `bulk`);
-//! the `cli` feature adds the `appview` binary. The read path itself
+//! the `rest` feature adds the REST server ([`rest`]), and the `cli`
+//! feature the `appview` binary. The read path itself
 //! never needs the generator.
 //!
 //! # Modules
@@ -31,6 +32,7 @@
 //! | `bulk` | the seeded workload straight into an index (the 10^5 tier; `workload` feature) |
 //! | `baseline_sql` | the SQL every SQL baseline shares: index table, read SQL, JSON columns |
 //! | `sqlite` | the SQLite baseline |
+//! | [`rest`] | the Prefect-compatible REST server (`rest` feature; `appview serve`) |
 //!
 //! # The 10^5-run tier
 //!
@@ -55,6 +57,8 @@ mod plan;
 mod query;
 mod rebuild;
 mod record;
+#[cfg(feature = "rest")]
+pub mod rest;
 mod sqlite;
 mod uuid;
 
