@@ -19,6 +19,7 @@ use benches::target::{BenchTarget, Budget};
 mod fixtures;
 mod index_ops;
 mod read;
+mod rest;
 mod write;
 
 fn main() {
@@ -44,5 +45,6 @@ fn main() {
     read::run(&mut target, &fx);
     write::run(&mut target, &fx, dir.path());
     index_ops::run(&mut target, &fx);
+    rest::run(&mut target, &fx, dir.path());
     target.finish();
 }

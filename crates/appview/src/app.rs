@@ -150,6 +150,18 @@ impl AppView {
         })
     }
 
+    /// A read fixture: an appview in `dir` whose index is `index`, bulk
+    /// loaded through [`Index::apply_record`] (the benches' 10^5-run tier
+    /// behind the REST server, as in process). Its repository does not
+    /// hold the bulk records, so it is for reads: a write still commits
+    /// and indexes, but an index rebuilt from the repository (after a
+    /// frame that fails to apply) would lose them.
+    pub fn read_fixture(dir: &Path, index: Index) -> Result<AppView> {
+        let app = AppView::open(dir, Config::default())?;
+        *app.index.write().unwrap_or_else(|p| p.into_inner()) = index;
+        Ok(app)
+    }
+
     /// Opens an existing appview read-only (the CLI's queries): an error
     /// naming `dir` when it holds none.
     pub fn open_existing(dir: &Path) -> Result<AppView> {

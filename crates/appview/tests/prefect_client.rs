@@ -31,7 +31,9 @@ fn venv_python() -> Result<PathBuf, String> {
             String::from_utf8_lossy(&status.stderr).trim()
         ));
     }
-    Ok(PathBuf::from(String::from_utf8_lossy(&status.stdout).trim()))
+    Ok(PathBuf::from(
+        String::from_utf8_lossy(&status.stdout).trim(),
+    ))
 }
 
 #[test]
@@ -47,7 +49,8 @@ fn prefects_own_client_drives_the_appview_unchanged() {
         }
     };
     let dir = tempfile::tempdir().unwrap();
-    let app = Arc::new(AppView::open(&dir.path().join("appview"), store::Config::default()).unwrap());
+    let app =
+        Arc::new(AppView::open(&dir.path().join("appview"), store::Config::default()).unwrap());
     let server = spawn(
         app.clone(),
         RestConfig {
@@ -70,14 +73,32 @@ fn prefects_own_client_drives_the_appview_unchanged() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     println!("{stdout}");
     eprintln!("{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "the client script failed: {}", out.status);
-    let summary: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    assert!(
+        out.status.success(),
+        "the client script failed: {}",
+        out.status
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
     let index = app.index();
-    assert_eq!(index.flow_count() as u64, summary["flows"].as_u64().unwrap());
+    assert_eq!(
+        index.flow_count() as u64,
+        summary["flows"].as_u64().unwrap()
+    );
     assert_eq!(index.run_count() as u64, summary["runs"].as_u64().unwrap());
-    assert_eq!(index.state_count() as u64, summary["states"].as_u64().unwrap());
-    assert_eq!(index.count_in(appview::StateType::Completed) as u64, summary["completed"].as_u64().unwrap());
-    assert_eq!(*index, app.rebuild_index().unwrap(), "the index is the repository's");
+    assert_eq!(
+        index.state_count() as u64,
+        summary["states"].as_u64().unwrap()
+    );
+    assert_eq!(
+        index.count_in(appview::StateType::Completed) as u64,
+        summary["completed"].as_u64().unwrap()
+    );
+    assert_eq!(
+        *index,
+        app.rebuild_index().unwrap(),
+        "the index is the repository's"
+    );
     drop(index);
     server.shutdown();
 }
