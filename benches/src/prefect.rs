@@ -257,7 +257,8 @@ impl PrefectServer {
             ),
             PrefectDb::Postgres => {
                 // One database per server of this process (several run at once).
-                static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+                static NEXT: std::sync::atomic::AtomicUsize =
+                    std::sync::atomic::AtomicUsize::new(0);
                 let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let name = format!("atbench_prefect_{}_{n}", std::process::id());
                 psql("postgres", &format!("DROP DATABASE IF EXISTS {name}"))?;
