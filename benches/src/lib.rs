@@ -43,6 +43,7 @@ pub mod inputs;
 pub mod paired;
 #[cfg(feature = "bench-internals")]
 pub mod peers;
+pub mod prefect;
 pub mod registry;
 pub mod sidecar;
 pub mod target;

@@ -137,6 +137,10 @@ fn every_opened_group_is_registered_and_nothing_is_stale() {
         let targets = opened.entry(group).or_default();
         targets.insert("appview".to_owned());
         targets.insert("live_backends".to_owned());
+        // Their REST counterparts (`benches/benches/appview/rest.rs`).
+        let rest = format!("appview.rest_{}", pattern.name());
+        check_group(&rest).unwrap_or_else(|e| panic!("{e}"));
+        opened.entry(rest).or_default().insert("appview".to_owned());
     }
 
     for (group, targets) in &opened {

@@ -13,20 +13,26 @@
 //! `appview` crate's docs and `units.toml`). Before anything is timed,
 //! every pattern's page is checked equal on both backends at both tiers,
 //! and the live index equal to one rebuilt from the repository.
+//!
+//! `rest.rs`: the same patterns end to end through REST on the appview's
+//! Prefect-compatible server and, under `BENCH_PEERS=1`, on the Prefect
+//! server itself (SQLite and PostgreSQL; a few more minutes for its
+//! startups, seeding and bulk loads).
 
 use benches::target::{BenchTarget, Budget};
 
 mod fixtures;
 mod index_ops;
 mod read;
+mod rest;
 mod write;
 
 fn main() {
     let mut target = BenchTarget::new(
         "appview",
         Budget {
-            full_min: 4.0,
-            quick_min: 1.5,
+            full_min: 5.0,
+            quick_min: 2.0,
         },
     );
     let dir = benches::sidecar::scratch_dir("appview");
@@ -44,5 +50,6 @@ fn main() {
     read::run(&mut target, &fx);
     write::run(&mut target, &fx, dir.path());
     index_ops::run(&mut target, &fx);
+    rest::run(&mut target, &fx, dir.path());
     target.finish();
 }

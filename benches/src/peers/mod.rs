@@ -128,6 +128,20 @@ pub fn skip_reason() -> Option<String> {
     node_version().err()
 }
 
+/// Why the Python peers (the Prefect server of `appview.rest_*`) do not
+/// run in this bench invocation, or `None` when they do: the same
+/// conditions as [`skip_reason`] without node (they need the venv of
+/// `scripts/prefect_venv.py` instead, checked by their caller).
+pub fn python_skip_reason() -> Option<String> {
+    if std::env::var("BENCH_PEERS").as_deref() != Ok("1") {
+        return Some("BENCH_PEERS=1 is not set".into());
+    }
+    if crate::config::is_smoke() || crate::config::is_listing() {
+        return Some("a Criterion --test/--list run".into());
+    }
+    None
+}
+
 /// Installs the peer's packages from its lock file when they are missing or
 /// older than the lock file (`npm ci`), printing one progress line.
 pub fn ensure_installed(peer: Peer) -> Result<(), String> {

@@ -150,6 +150,18 @@ impl AppView {
         })
     }
 
+    /// A read fixture: an appview in `dir` whose index is `index`, bulk
+    /// loaded through [`Index::apply_record`] (the benches' 10^5-run tier
+    /// behind the REST server, as in process). Its repository does not
+    /// hold the bulk records, so it is for reads: a write still commits
+    /// and indexes, but an index rebuilt from the repository (after a
+    /// frame that fails to apply) would lose them.
+    pub fn read_fixture(dir: &Path, index: Index) -> Result<AppView> {
+        let app = AppView::open(dir, Config::default())?;
+        *app.index.write().unwrap_or_else(|p| p.into_inner()) = index;
+        Ok(app)
+    }
+
     /// Opens an existing appview read-only (the CLI's queries): an error
     /// naming `dir` when it holds none.
     pub fn open_existing(dir: &Path) -> Result<AppView> {
@@ -212,6 +224,28 @@ impl AppView {
         };
         *index = crate::rebuild::rebuild(&self.store, &self.did)?;
         failed.map_or(Ok(()), Err)
+    }
+
+    /// Like [`apply`](Self::apply), with the input made by `make` from the
+    /// index under the write lock (so an input stamped with the time, or
+    /// read from the current state, is planned against that same state:
+    /// the REST server's writes). `make` returning `None` writes nothing.
+    pub fn apply_with(
+        &self,
+        make: impl FnOnce(&Index) -> Result<Option<Input>>,
+    ) -> Result<Option<Mutation>> {
+        let _writer = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        let mutation = {
+            let index = self.index();
+            let Some(input) = make(&index)? else {
+                return Ok(None);
+            };
+            plan(&*index, &input)?
+        };
+        self.store
+            .apply_writes(&self.did, store_writes(&mutation), None)?;
+        self.catch_up()?;
+        Ok(Some(mutation))
     }
 
     /// [`apply`](Self::apply) of a workload operation.

@@ -54,6 +54,9 @@ pub enum AppviewError {
         /// The field (`runCount`, `totalRunTime`).
         field: &'static str,
     },
+    /// A flow-run sort name outside Prefect's nine (`RunSort::ALL`).
+    #[error("unknown flow run sort {0:?}")]
+    UnknownSort(String),
     /// A query pattern name outside the spec's seven (the CLI lists the
     /// seven, `Pattern::ALL`).
     #[error("unknown read pattern {0:?}")]

@@ -42,11 +42,11 @@ use crate::uuid::Uuid;
 
 /// The ordered sets of one population (all runs, or one state type's).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct Sets {
-    expected: OrdSet<(i64, Uuid)>,
-    started: OrdSet<(i64, Uuid)>,
-    ended: OrdSet<(i64, Uuid)>,
-    ids: OrdSet<Uuid>,
+pub(crate) struct Sets {
+    pub(crate) expected: OrdSet<(i64, Uuid)>,
+    pub(crate) started: OrdSet<(i64, Uuid)>,
+    pub(crate) ended: OrdSet<(i64, Uuid)>,
+    pub(crate) ids: OrdSet<Uuid>,
 }
 
 impl Sets {
@@ -73,13 +73,13 @@ impl Sets {
 /// and the same ordered sets.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Index {
-    flows: HashMap<Uuid, Arc<Flow>>,
-    flow_names: BTreeMap<String, Arc<Flow>>,
-    runs: HashMap<Uuid, Arc<FlowRun>>,
-    states: HashMap<Uuid, Arc<FlowRunState>>,
-    by_flow: HashMap<Uuid, HashSet<Uuid>>,
-    all: Sets,
-    by_state: [Sets; 9],
+    pub(crate) flows: HashMap<Uuid, Arc<Flow>>,
+    pub(crate) flow_names: BTreeMap<String, Arc<Flow>>,
+    pub(crate) runs: HashMap<Uuid, Arc<FlowRun>>,
+    pub(crate) states: HashMap<Uuid, Arc<FlowRunState>>,
+    pub(crate) by_flow: HashMap<Uuid, HashSet<Uuid>>,
+    pub(crate) all: Sets,
+    pub(crate) by_state: [Sets; 9],
 }
 
 impl Index {

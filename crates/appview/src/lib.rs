@@ -11,7 +11,8 @@
 //!
 //! The seeded workload (`datagen::appview`) is an input only behind the
 //! `workload` feature (`Input::from_op`, `AppView::apply_op`, `bulk`);
-//! the `cli` feature adds the `appview` binary. The read path itself
+//! the `rest` feature adds the REST server ([`rest`]), and the `cli`
+//! feature the `appview` binary. The read path itself
 //! never needs the generator.
 //!
 //! # Modules
@@ -25,11 +26,13 @@
 //! | `ordset` | [`OrdSet`]: the ordered set with rank access |
 //! | `index` | [`Index`]: record maps, sets per state and flow, ordered sets; fed by `#commit` frames |
 //! | `query` | the read patterns, their parameters, the page |
+//! | `filter` | [`RunFilter`], [`RunSort`]: the general flow-run read of Prefect's `/flow_runs/filter` |
 //! | `app` | [`AppView`]: the store, its repository, writes as commits, the live index |
 //! | `rebuild` | the index from an exported repository alone |
 //! | `bulk` | the seeded workload straight into an index (the 10^5 tier; `workload` feature) |
 //! | `baseline_sql` | the SQL every SQL baseline shares: index table, read SQL, JSON columns |
 //! | `sqlite` | the SQLite baseline |
+//! | [`rest`] | the Prefect-compatible REST server (`rest` feature; `appview serve`) |
 //!
 //! # The 10^5-run tier
 //!
@@ -46,6 +49,7 @@ pub mod baseline_sql;
 #[cfg(feature = "workload")]
 pub mod bulk;
 mod error;
+mod filter;
 mod index;
 mod model;
 mod ordset;
@@ -53,11 +57,14 @@ mod plan;
 mod query;
 mod rebuild;
 mod record;
+#[cfg(feature = "rest")]
+pub mod rest;
 mod sqlite;
 mod uuid;
 
 pub use app::{APPVIEW_DID, AppView, signing_key, store_path, store_writes};
 pub use error::{AppviewError, Result};
+pub use filter::{Bounds, RunFilter, RunSort};
 pub use index::Index;
 pub use model::{
     FLOW_NSID, Flow, FlowRun, FlowRunState, Mutation, RUN_NSID, Record, RecordRef, STATE_NSID,

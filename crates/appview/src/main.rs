@@ -3,7 +3,13 @@
 //! ```text
 //! cargo run --release -p appview --features cli -- seed --runs 300 --db DIR
 //! cargo run --release -p appview --features cli -- query <pattern> [--backend index|sqlite] --db DIR [--run UUID] [--now MICROS]
+//! cargo run --release -p appview --features cli -- serve --db DIR [--listen 127.0.0.1:4200]
 //! ```
+//!
+//! `serve` runs the Prefect-compatible REST server (`appview::rest`) on
+//! the appview in `DIR` (created when missing): point Prefect's client at
+//! it with `PREFECT_API_URL=http://ADDR/api`. It prints the address it
+//! listens on and serves until interrupted (Ctrl-C).
 //!
 //! `seed` writes the seeded workload twice into an empty `DIR`: as signed
 //! commits of the appview's repository (`appview.sqlite`, the index fed
@@ -74,6 +80,45 @@ enum Command {
         #[arg(long)]
         now: Option<i64>,
     },
+    /// Serves the Prefect-compatible REST API until interrupted.
+    Serve {
+        /// The appview directory (created when missing).
+        #[arg(long, value_name = "DIR")]
+        db: PathBuf,
+        /// Where to listen (port 0: any free port, printed).
+        #[arg(long, default_value = "127.0.0.1:4200")]
+        listen: std::net::SocketAddr,
+        /// Open connections at most.
+        #[arg(long, default_value_t = 512)]
+        max_connections: usize,
+    },
+}
+
+fn serve(
+    dir: &std::path::Path,
+    listen: std::net::SocketAddr,
+    max_connections: usize,
+) -> Result<()> {
+    let app = std::sync::Arc::new(AppView::open(dir, store::Config::default())?);
+    let config = appview::rest::RestConfig {
+        listen,
+        max_connections,
+        ..Default::default()
+    };
+    let rt = appview::rest::runtime(config.workers)?;
+    rt.block_on(appview::rest::serve(
+        app,
+        config,
+        |addr| {
+            use std::io::Write as _;
+            println!("appview: Prefect REST API on http://{addr}/api");
+            let _ = std::io::stdout().flush();
+        },
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        },
+    ))?;
+    Ok(())
 }
 
 fn seed(runs: u64, dir: &std::path::Path) -> Result<()> {
@@ -240,6 +285,11 @@ fn main() -> ExitCode {
             run,
             now,
         } => query(pattern, *backend, db, run.as_deref(), *now),
+        Command::Serve {
+            db,
+            listen,
+            max_connections,
+        } => serve(db, *listen, *max_connections),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -234,9 +234,8 @@ impl<K: Ord + Copy> OrdSet<K> {
         self.chunks.get(c)?.get(o)
     }
 
-    /// Keys from rank `r` upwards (the model test's; every page of the
-    /// index reads downwards, [`rev_from`](Self::rev_from)).
-    #[cfg(test)]
+    /// Keys from rank `r` upwards (the ascending sorts of
+    /// [`crate::RunFilter`] pages).
     pub fn iter_from(&self, r: usize) -> impl Iterator<Item = &K> + '_ {
         let (c, o) = if r >= self.len {
             (self.chunks.len(), 0)

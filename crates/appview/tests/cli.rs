@@ -85,3 +85,46 @@ fn an_absurd_run_count_is_refused_not_a_panic() {
     assert!(err.contains("--runs") && !err.contains("panicked"), "{err}");
     assert!(!dir.path().join("av").exists(), "nothing was written");
 }
+
+#[test]
+fn serve_prints_its_address_and_answers_prefects_health_route() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("served");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_appview"))
+        .args([
+            "serve",
+            "--db",
+            db.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.write_all(b"GET /api/health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        out.starts_with("HTTP/1.1 200") && out.ends_with("true"),
+        "{out}"
+    );
+    assert!(
+        db.join("appview.sqlite").is_file(),
+        "serve creates the appview"
+    );
+}
