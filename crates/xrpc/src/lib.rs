@@ -39,6 +39,7 @@
 //! | `net` | the listener, connections (limits, keep-alive), the runtime, graceful shutdown |
 //! | `request` | reading request bodies (capped), JSON bodies |
 //! | `response` | the response body type and the shared JSON answers |
+//! | `snapshot` | `--snapshot FILE`: a backup copied over the store with SQLite's backup API before start |
 //! | `stall` | the connection's socket with its write deadline |
 //! | `error` | [`XrpcError`]-style JSON errors and the store's errors mapped to lexicon names |
 //! | `params` | query strings: percent-decoding and the lexicon format checks |
@@ -49,6 +50,7 @@
 //! | `pool` | the read pool: the store's short reads, off the async threads |
 //! | `routes` | the XRPC methods, by lexicon namespace |
 //! | `firehose` | the event hub: the store's event feed (each frame encoded once by the store's writer, appended in seq order as batches commit) fanned out to subscribers, its bytes shared by all |
+//! | `startup` | the startup stage timings printed on the startup line (`storage_ms` ... `http_init_ms`) |
 //! | `subscribe` | one WebSocket subscriber: replay, cut-over, outbox, ping |
 //!
 //! # Persistence
@@ -72,7 +74,9 @@ mod pool;
 mod request;
 mod response;
 mod routes;
+mod snapshot;
 mod stall;
+mod startup;
 mod subscribe;
 
 use std::future::Future;
@@ -82,6 +86,7 @@ use std::time::Duration;
 
 pub use error::ServerError;
 pub use net::runtime;
+pub use snapshot::restore_snapshot;
 
 /// How the server runs. [`ServerConfig::new`] gives the defaults of the
 /// `atpds` command line.
