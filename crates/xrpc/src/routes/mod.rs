@@ -4,11 +4,13 @@
 //!
 //! | module | methods |
 //! |---|---|
+//! | `actor` | `app.bsky.actor.getPreferences` / `putPreferences` |
 //! | `server` | `com.atproto.server.*`, `identity.resolveHandle`, `/.well-known/atproto-did` |
 //! | `repo` | `com.atproto.repo.*` writes and reads |
 //! | `blob` | `repo.uploadBlob`, `repo.listMissingBlobs`, `sync.getBlob`, `sync.listBlobs` |
 //! | `sync` | `com.atproto.sync.*` (the firehose is `subscribe.rs`) |
 
+mod actor;
 mod blob;
 mod repo;
 mod server;
@@ -155,6 +157,14 @@ async fn route(app: &Arc<App>, parts: &mut Parts, body: Incoming) -> XResult<Res
         "com.atproto.server.deleteSession" => {
             check_method(m, P)?;
             server::delete_session(app, parts).await
+        }
+        "app.bsky.actor.getPreferences" => {
+            check_method(m, Q)?;
+            actor::get_preferences(app, parts).await
+        }
+        "app.bsky.actor.putPreferences" => {
+            check_method(m, P)?;
+            actor::put_preferences(app, parts, body).await
         }
         "com.atproto.identity.resolveHandle" => {
             check_method(m, Q)?;
