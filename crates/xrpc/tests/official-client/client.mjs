@@ -293,7 +293,7 @@ async function main() {
   check('getPreferences: the array put', canon(back?.data.preferences) === canon(prefs), show(back?.data))
   const parsed = await attempt('AtpAgent.getPreferences', () => A.agent.getPreferences())
   check('AtpAgent.getPreferences: adult content off, following pinned',
-    parsed?.adultContentEnabled === false && (parsed?.savedFeeds ?? []).some((f) => f.value === 'following' && f.pinned), show(parsed))
+    parsed?.moderationPrefs?.adultContentEnabled === false && (parsed?.savedFeeds ?? []).some((f) => f.value === 'following' && f.pinned), show(parsed))
   const theirs = await attempt('getPreferences of B', () => B.agent.app.bsky.actor.getPreferences())
   check("B does not see A's preferences", theirs?.data.preferences?.length === 0, show(theirs?.data))
   await refused('putPreferences outside app.bsky', 400, 'InvalidRequest', () =>
