@@ -1,9 +1,10 @@
 //! `xrpc.mix/<server>/c{10,50}`: the route-mix traffic model ("for roughly
 //! 100 hosted accounts, useful benchmarks should mirror real traffic"):
-//! 100 accounts seeded through the server's own routes, each with 50 of
-//! datagen's records (one `applyWrites`), a 16 KiB blob and a post
-//! holding it, then N connections, one per caller thread, each logged in
-//! as account `caller % 100`, drawing operations in fixed proportions.
+//! 100 accounts (10 under `--test`) seeded through the server's own
+//! routes, each with 50 of datagen's records (one `applyWrites`), a 16 KiB
+//! blob and a post holding it, then N connections, one per caller thread,
+//! each logged in as account `caller % 100`, drawing operations in fixed
+//! proportions.
 //!
 //! One operation is one slot of [`MIX`] (per 100 operations):
 //!
@@ -57,6 +58,17 @@ use crate::seed::{Account, accounts};
 
 /// Accounts the mix runs over.
 pub const ACCOUNTS: usize = 100;
+/// Accounts under `--test` (a smoke run seeds a tenth).
+const SMOKE_ACCOUNTS: usize = 10;
+
+/// The accounts this run seeds.
+fn account_count() -> usize {
+    if benches::config::is_smoke() {
+        SMOKE_ACCOUNTS
+    } else {
+        ACCOUNTS
+    }
+}
 /// datagen records seeded per account.
 pub const RECORDS: usize = 50;
 /// Bytes of each account's seeded blob and of each uploaded one.
@@ -276,9 +288,10 @@ fn seed_account(addr: SocketAddr, i: usize, acct: Account) -> (MixAccount, Vec<u
 /// Seeds the mix's 100 accounts on the server at `addr` (4 threads).
 pub fn build(addr: SocketAddr) -> MixSeed {
     let started = Instant::now();
-    let accts = accounts(addr, "mix", ACCOUNTS);
-    let mut seeded: Vec<Option<(MixAccount, Vec<u8>)>> = (0..ACCOUNTS).map(|_| None).collect();
-    let per = ACCOUNTS.div_ceil(4);
+    let n = account_count();
+    let accts = accounts(addr, "mix", n);
+    let mut seeded: Vec<Option<(MixAccount, Vec<u8>)>> = (0..n).map(|_| None).collect();
+    let per = n.div_ceil(4);
     std::thread::scope(|s| {
         for (t, (slots, chunk)) in seeded.chunks_mut(per).zip(accts.chunks(per)).enumerate() {
             s.spawn(move || {
@@ -289,14 +302,14 @@ pub fn build(addr: SocketAddr) -> MixSeed {
         }
     });
     let mut blobs = HashMap::new();
-    let mut out = Vec::with_capacity(ACCOUNTS);
+    let mut out = Vec::with_capacity(n);
     for (a, bytes) in seeded.into_iter().flatten() {
         blobs.insert(a.blob_cid.clone(), bytes);
         out.push(a);
     }
-    assert_eq!(out.len(), ACCOUNTS);
+    assert_eq!(out.len(), n);
     eprintln!(
-        "atbench: xrpc.mix: seeded {addr}: {ACCOUNTS} accounts of {} records and a {} KiB blob in {:.1?}",
+        "atbench: xrpc.mix: seeded {addr}: {n} accounts of {} records and a {} KiB blob in {:.1?}",
         RECORDS + 1,
         BLOB_BYTES >> 10,
         started.elapsed()
@@ -505,7 +518,7 @@ fn check(
         Route::GetLatestCommit => v()?["cid"].is_string(),
         Route::ListRepos => v()?["repos"]
             .as_array()
-            .is_some_and(|r| r.len() >= ACCOUNTS.min(100)),
+            .is_some_and(|r| r.len() >= seed.accounts.len().min(100)),
     };
     if ok {
         Ok(())

@@ -33,9 +33,9 @@
 //! The binary is `target/release/atpds`, built beforehand with `cargo
 //! build --release -p xrpc --bin atpds` (a bench cannot run cargo: `cargo
 //! bench` holds the build directory's lock while benches run). Missing, the
-//! group is skipped with that line (a failure under
-//! `BENCH_REQUIRE_LIVE=1`); older than a source file of `crates/{xrpc,
-//! store, repo, codec}`, the run fails rather than measure stale code.
+//! group is skipped with that line, and so it is when the binary is older
+//! than a source file of `crates/{xrpc, store, repo, codec}` (stale code);
+//! under `BENCH_REQUIRE_LIVE=1` either is a failure.
 //! Under `--test` the group is skipped: it would build the 10k-commit
 //! fixture, which a smoke run must not.
 
@@ -140,8 +140,8 @@ fn newest(dir: &Path) -> Option<std::time::SystemTime> {
 /// The release `atpds`, built beforehand (`cargo build --release -p xrpc
 /// --bin atpds`: a bench cannot run cargo itself, as `cargo bench` holds
 /// the build directory's lock while its benches run). `Err` when it is
-/// missing; a panic when a source file of the crates it is built from is
-/// newer than it (a stale binary would measure other code).
+/// missing, or older than a source file of the crates it is built from
+/// (a stale binary would measure other code).
 fn release_atpds() -> Result<PathBuf, String> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -158,10 +158,10 @@ fn release_atpds() -> Result<PathBuf, String> {
     for krate in ["xrpc", "store", "repo", "codec"] {
         let src = workspace().join("crates").join(krate);
         if newest(&src).is_some_and(|t| t > built) {
-            panic!(
-                "xrpc.startup: {} is older than crates/{krate}: rebuild it with `cargo build --release -p xrpc --bin atpds`",
+            return Err(format!(
+                "{} is older than crates/{krate} (it would measure other code): rebuild it with `cargo build --release -p xrpc --bin atpds`",
                 bin.display()
-            );
+            ));
         }
     }
     Ok(bin)
