@@ -298,7 +298,7 @@ pub fn run(target: &mut BenchTarget, dir: &Path) {
     if benches::config::is_smoke() {
         target.skip_group(
             "xrpc.startup",
-            "a --test run (it builds the release atpds and the 10k-commit history fixture)",
+            "a --test run (it needs the release atpds and builds the 10k-commit history fixture)",
         );
         return;
     }
