@@ -8,6 +8,7 @@
 //! | `server` | `com.atproto.server.*`, `identity.resolveHandle`, `/.well-known/atproto-did` |
 //! | `repo` | `com.atproto.repo.*` writes and reads |
 //! | `blob` | `repo.uploadBlob`, `repo.listMissingBlobs`, `sync.getBlob`, `sync.listBlobs` |
+//! | `well_known` | `/.well-known/did.json` (the server's did:web document) |
 //! | `sync` | `com.atproto.sync.*` (the firehose is `subscribe.rs`) |
 
 mod actor;
@@ -15,6 +16,7 @@ mod blob;
 mod repo;
 mod server;
 mod sync;
+mod well_known;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -114,6 +116,7 @@ async fn route(app: &Arc<App>, parts: &mut Parts, body: Incoming) -> XResult<Res
     let Some(method) = path.strip_prefix("/xrpc/") else {
         return match path {
             "/.well-known/atproto-did" => server::well_known_did(app, parts),
+            "/.well-known/did.json" => Ok(well_known::did_json(app)),
             "/" => Ok(json(
                 StatusCode::OK,
                 Bytes::from_static(
