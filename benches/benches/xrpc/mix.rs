@@ -56,6 +56,9 @@ use serde_json::{Value, json};
 use crate::client::{Answer, Call, Conn, Outcomes, json_ok, once_bytes};
 use crate::seed::{Account, accounts};
 
+mod check;
+use check::check;
+
 /// Accounts the mix runs over.
 pub const ACCOUNTS: usize = 100;
 /// Accounts under `--test` (a smoke run seeds a tenth).
@@ -480,50 +483,6 @@ impl<'a> Caller<'a> {
                 unreachable!("the upload routes run in their slot")
             }
         }
-    }
-}
-
-/// Checks one sampled answer of `route`.
-fn check(
-    seed: &MixSeed,
-    cids: &HashMap<String, String>,
-    route: Route,
-    a: &Answer,
-) -> Result<(), String> {
-    let v = || -> Result<Value, String> {
-        serde_json::from_slice(&a.body).map_err(|e| format!("not JSON ({e})"))
-    };
-    let ok = match route {
-        Route::GetSession => v()?["did"].as_str().is_some_and(|d| d.starts_with("did:")),
-        Route::GetPreferences => v()?["preferences"] == preferences(),
-        Route::CreateRecord | Route::CreateWithBlob => {
-            let v = v()?;
-            v["uri"].as_str().is_some_and(|u| u.starts_with("at://")) && v["cid"].is_string()
-        }
-        Route::ApplyWrites => v()?["results"].as_array().is_some_and(|r| r.len() == 3),
-        Route::GetRecord => {
-            let v = v()?;
-            let uri = v["uri"].as_str().unwrap_or_default();
-            cids.get(uri).is_some_and(|c| v["cid"] == c.as_str())
-        }
-        Route::ListRecords => v()?["records"]
-            .as_array()
-            .is_some_and(|r| !r.is_empty() && r.len() <= 50),
-        Route::UploadBlob => v()?["blob"]["ref"]["$link"].is_string(),
-        Route::GetRepo => {
-            let car = repo::car::CarSlice::parse(&a.body, true).map_err(|e| format!("CAR: {e}"))?;
-            !car.roots.is_empty() && car.blocks.len() > RECORDS
-        }
-        Route::GetBlob => seed.blobs.values().any(|b| b[..] == a.body[..]),
-        Route::GetLatestCommit => v()?["cid"].is_string(),
-        Route::ListRepos => v()?["repos"]
-            .as_array()
-            .is_some_and(|r| r.len() >= seed.accounts.len().min(100)),
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&a.body[..a.body.len().min(300)]).into_owned())
     }
 }
 
