@@ -26,6 +26,9 @@
 //! - [`corpus`]: the real records, frames and keys of the vendored corpus.
 //! - `peers` (feature `bench-internals`): the reference implementations
 //!   (`peers/` under node) run after our rows under `BENCH_PEERS=1`.
+//! - `official_pds` (feature `bench-internals`): the official PDS as a whole
+//!   HTTP server (`peers/official-pds-server`), started and stopped for any
+//!   bench that drives it through its own client.
 //! - [`paired`]: the driven mode (`ATBENCH_PAIRED=1`) in which the paired
 //!   re-measurement of `scripts/bench_snapshot.py` runs one id at a time.
 //! - [`sidecar`]: where the harness writes what Criterion does not record
@@ -40,6 +43,8 @@ pub mod convert_inputs;
 pub mod corpus;
 pub mod floor;
 pub mod inputs;
+#[cfg(feature = "bench-internals")]
+pub mod official_pds;
 pub mod paired;
 #[cfg(feature = "bench-internals")]
 pub mod peers;

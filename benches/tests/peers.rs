@@ -145,3 +145,61 @@ fn official_pds_probe_runs_every_group_and_checks_against_ours() {
     );
     registered(&ids);
 }
+
+/// The official PDS as a whole server (`benches::official_pds`): it starts
+/// healthy on its own port and directory, creates accounts with real
+/// did:plc identities at its local PLC, takes a write and reads it back,
+/// refuses a write without a token, and leaves no process or directory
+/// behind when dropped.
+#[test]
+fn the_official_pds_runs_as_a_whole_server() {
+    use benches::official_pds::{self, OfficialPds};
+    if ready(official_pds::OFFICIAL_PDS_SERVER).is_none() {
+        return;
+    }
+    let pds = OfficialPds::start().unwrap_or_else(|e| panic!("{e}"));
+    let addr = pds.addr();
+    let accounts = pds.create_accounts("smoke", 2);
+    assert_eq!(accounts.len(), 2);
+    assert!(accounts.iter().all(|a| a.did.starts_with("did:plc:")));
+    assert_ne!(accounts[0].did, accounts[1].did);
+    let a = &accounts[0];
+    let record = serde_json::json!({"$type": "app.bsky.feed.post", "text": "hello", "createdAt": "2024-06-01T00:00:00.000Z"});
+    let made = official_pds::post_json(
+        addr,
+        "/xrpc/com.atproto.repo.createRecord",
+        Some(&a.access_jwt),
+        &serde_json::json!({"repo": a.did, "collection": "app.bsky.feed.post", "record": record}),
+    )
+    .expect("createRecord");
+    let rkey = made["uri"]
+        .as_str()
+        .and_then(|u| u.rsplit('/').next())
+        .expect("uri");
+    let got = official_pds::get_json(
+        addr,
+        &format!(
+            "/xrpc/com.atproto.repo.getRecord?repo={}&collection=app.bsky.feed.post&rkey={rkey}",
+            a.did
+        ),
+        None,
+    )
+    .expect("getRecord");
+    assert_eq!(got["cid"], made["cid"]);
+    assert_eq!(got["value"]["text"], "hello");
+    let refused = official_pds::post_json(
+        addr,
+        "/xrpc/com.atproto.repo.createRecord",
+        None,
+        &serde_json::json!({"repo": a.did, "collection": "app.bsky.feed.post", "record": record}),
+    );
+    assert!(refused.is_err(), "a write without a token was taken");
+    let dir = pds.data_dir();
+    assert!(dir.join("account.sqlite").exists());
+    drop(pds);
+    assert!(!dir.exists(), "{} was left behind", dir.display());
+    assert!(
+        std::net::TcpStream::connect(addr).is_err(),
+        "the server still answers at {addr}"
+    );
+}

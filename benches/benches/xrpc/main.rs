@@ -15,10 +15,19 @@
 //!   (`seed.rs`);
 //! - `xrpc.write`: createRecord at 1, 10 and 50 connections, one account
 //!   each, a fresh body per request;
+//! - `xrpc.mix` (`mix.rs`): the 100-account traffic mix at 10 and 50
+//!   connections, per-route percentiles under it;
 //! - `xrpc.firehose` (`firehose.rs`): fan-out to 1/10/100 consumers at a
 //!   fixed commit rate, and a slow consumer among 10;
 //! - `xrpc.websocket_churn` (`churn.rs`): cohorts of subscribers up to the
-//!   connection limit, opened and closed.
+//!   connection limit, opened and closed;
+//! - `xrpc.startup` (`startup.rs`): the release `atpds` binary launched as
+//!   a subprocess until its first healthy answer, four lanes.
+//!
+//! Under `BENCH_PEERS=1` (not in `--test` runs) the official PDS runs as a
+//! whole server too (`peer.rs`, `benches::official_pds`), seeded alike, and
+//! `xrpc.route` / `xrpc.write` measure it after ours (rows
+//! `<route>.official-pds/cN`), and `xrpc.mix` too (`official-pds/cN`).
 //!
 //! Also printed (not a Criterion id): the CPU time of one password hash
 //! with the server's scrypt parameters, the bound of `createSession`.
@@ -30,8 +39,11 @@ use benches::target::{BenchTarget, Budget};
 mod churn;
 mod client;
 mod firehose;
+mod mix;
+mod peer;
 mod routes;
 mod seed;
+mod startup;
 
 /// CPU time of one scrypt hash at the server's default cost (N = 2^log_n,
 /// r = 8, p = 1, 64 bytes: `crates/xrpc/src/password.rs`), printed beside
@@ -77,15 +89,34 @@ fn main() {
     );
     // Fixtures are built only for groups the command line's filters can
     // select (seeding, consumers and cohorts take seconds).
-    let (route, write) = (target.may_run("xrpc.route"), target.may_run("xrpc.write"));
-    if route || write {
+    let (route, write, mix) = (
+        target.may_run("xrpc.route"),
+        target.may_run("xrpc.write"),
+        target.may_run("xrpc.mix"),
+    );
+    if route || write || mix {
         kdf_cpu();
         let fixture = seed::build(dir.path());
+        let official = peer::official_seed();
+        let peers: Vec<(&str, &seed::Seed)> =
+            official.iter().map(|s| (peer::OFFICIAL_PDS, s)).collect();
         if route {
-            routes::run_routes(&mut target, &fixture);
+            routes::run_routes(&mut target, &fixture, &peers);
         }
         if write {
-            routes::run_writes(&mut target, &fixture);
+            routes::run_writes(&mut target, &fixture, &peers);
+        }
+        if mix {
+            // The mix's 100 accounts join the route fixture's server (and
+            // the official PDS's), seeded after the route rows ran.
+            let ours = mix::build(fixture.addr);
+            let theirs: Vec<(&str, mix::MixSeed)> = peers
+                .iter()
+                .map(|(p, s)| (*p, mix::build(s.addr)))
+                .collect();
+            let mut servers = vec![("ours", &ours)];
+            servers.extend(theirs.iter().map(|(p, s)| (*p, s)));
+            mix::run(&mut target, &servers);
         }
     }
     if target.may_run("xrpc.firehose") {
@@ -93,6 +124,9 @@ fn main() {
     }
     if target.may_run("xrpc.websocket_churn") {
         churn::run(&mut target, dir.path());
+    }
+    if target.may_run("xrpc.startup") {
+        startup::run(&mut target, dir.path());
     }
     target.finish();
 }

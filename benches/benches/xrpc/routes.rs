@@ -307,11 +307,27 @@ fn large_routes(seed: &Seed) -> Vec<Route> {
     ]
 }
 
-fn bench_route(g: &mut benches::Group<'_>, seed: &Seed, route: &Route, callers: usize) {
-    let id = g.id(route.name, &format!("c{callers}"));
+/// The implementation part of a row: the route's name, with the peer's
+/// name after a dot for the official PDS's rows.
+fn row_name(route: &str, peer: Option<&str>) -> String {
+    match peer {
+        Some(p) => format!("{route}.{p}"),
+        None => route.to_owned(),
+    }
+}
+
+fn bench_route(
+    g: &mut benches::Group<'_>,
+    seed: &Seed,
+    peer: Option<&str>,
+    route: &Route,
+    callers: usize,
+) {
+    let name = row_name(route.name, peer);
+    let id = g.id(&name, &format!("c{callers}"));
     let outcomes = Outcomes::default();
     let addr = seed.addr;
-    bench_callers(g, route.name, &format!("c{callers}"), callers, |caller| {
+    bench_callers(g, &name, &format!("c{callers}"), callers, |caller| {
         let mut conn = Conn::open(addr);
         let calls = &route.calls;
         let outcomes = &outcomes;
@@ -335,18 +351,23 @@ fn bench_route(g: &mut benches::Group<'_>, seed: &Seed, route: &Route, callers: 
     }
 }
 
-/// Registers `xrpc.route`.
-pub fn run_routes(target: &mut BenchTarget, seed: &Seed) {
+/// Registers `xrpc.route`: ours, then the peers' rows (`<route>.<peer>`)
+/// on the servers in `peers`, seeded alike, through the same requests and
+/// checks.
+pub fn run_routes(target: &mut BenchTarget, seed: &Seed, peers: &[(&str, &Seed)]) {
     let mut g = target.group("xrpc.route");
     g.criterion()
         .sampling_mode(SamplingMode::Flat)
         .sample_size(10);
     g.throughput(Throughput::Elements(1));
-    for route in small_routes(seed) {
-        bench_route(&mut g, seed, &route, 50);
-    }
-    for route in large_routes(seed) {
-        bench_route(&mut g, seed, &route, 10);
+    let all = std::iter::once((None, seed)).chain(peers.iter().map(|(p, s)| (Some(*p), *s)));
+    for (peer, seed) in all {
+        for route in small_routes(seed) {
+            bench_route(&mut g, seed, peer, &route, 50);
+        }
+        for route in large_routes(seed) {
+            bench_route(&mut g, seed, peer, &route, 10);
+        }
     }
     g.finish();
 }
@@ -356,51 +377,54 @@ pub fn run_routes(target: &mut BenchTarget, seed: &Seed) {
 /// request's number in its text, written by serde_json so that whatever
 /// datagen's text holds is escaped; a few microseconds at most against a
 /// commit).
-pub fn run_writes(target: &mut BenchTarget, seed: &Seed) {
+pub fn run_writes(target: &mut BenchTarget, seed: &Seed, peers: &[(&str, &Seed)]) {
     let mut g = target.group("xrpc.write");
     g.criterion()
         .sampling_mode(SamplingMode::Flat)
         .sample_size(10);
     g.throughput(Throughput::Elements(1));
+    write_rows(&mut g, seed, None);
+    for (peer, seed) in peers {
+        write_rows(&mut g, seed, Some(peer));
+    }
+    g.finish();
+}
+
+fn write_rows(g: &mut benches::Group<'_>, seed: &Seed, peer: Option<&str>) {
+    let name = row_name("create_record", peer);
     let counters: Vec<AtomicU64> = (0..seed.writers.len()).map(|_| AtomicU64::new(0)).collect();
     // The caller closures borrow these, not the Seed (its server handle is not Sync).
     let (addr, writers) = (seed.addr, &seed.writers);
     for callers in [1usize, 10, 50] {
-        let id = g.id("create_record", &format!("c{callers}"));
+        let id = g.id(&name, &format!("c{callers}"));
         let outcomes = Outcomes::default();
-        bench_callers(
-            &mut g,
-            "create_record",
-            &format!("c{callers}"),
-            callers,
-            |caller| {
-                let mut conn = Conn::open(addr);
-                let w = &writers[caller];
-                let call = Call::post("/xrpc/com.atproto.repo.createRecord").bearer(&w.access);
-                let post = datagen::store::post(caller as u64, 0).value;
-                let text = post["text"].as_str().unwrap_or_default().to_owned();
-                let created = post["createdAt"].as_str().unwrap_or_default().to_owned();
-                let did = w.did.clone();
-                let counter = &counters[caller];
-                let outcomes = &outcomes;
-                move |i: u64| {
-                    let n = counter.fetch_add(1, Ordering::Relaxed);
-                    let body = serde_json::to_vec(&json!({
-                        "repo": did,
-                        "collection": "app.bsky.feed.post",
-                        "record": {
-                            "$type": "app.bsky.feed.post",
-                            "text": format!("{text} #{n}"),
-                            "langs": ["en"],
-                            "createdAt": created,
-                        },
-                    }))
-                    .expect("a JSON body");
-                    let answer = conn.answer(&call, Bytes::from(body));
-                    outcomes.record(StatusCode::OK, &answer, i == 0);
-                }
-            },
-        );
+        bench_callers(g, &name, &format!("c{callers}"), callers, |caller| {
+            let mut conn = Conn::open(addr);
+            let w = &writers[caller];
+            let call = Call::post("/xrpc/com.atproto.repo.createRecord").bearer(&w.access);
+            let post = datagen::store::post(caller as u64, 0).value;
+            let text = post["text"].as_str().unwrap_or_default().to_owned();
+            let created = post["createdAt"].as_str().unwrap_or_default().to_owned();
+            let did = w.did.clone();
+            let counter = &counters[caller];
+            let outcomes = &outcomes;
+            move |i: u64| {
+                let n = counter.fetch_add(1, Ordering::Relaxed);
+                let body = serde_json::to_vec(&json!({
+                    "repo": did,
+                    "collection": "app.bsky.feed.post",
+                    "record": {
+                        "$type": "app.bsky.feed.post",
+                        "text": format!("{text} #{n}"),
+                        "langs": ["en"],
+                        "createdAt": created,
+                    },
+                }))
+                .expect("a JSON body");
+                let answer = conn.answer(&call, Bytes::from(body));
+                outcomes.record(StatusCode::OK, &answer, i == 0);
+            }
+        });
         // Each sampled answer names a record that reads back with its CID.
         for s in outcomes.check(&id) {
             let v: Value = serde_json::from_slice(&s.body).expect("createRecord answered JSON");
@@ -424,5 +448,4 @@ pub fn run_writes(target: &mut BenchTarget, seed: &Seed) {
             );
         }
     }
-    g.finish();
 }

@@ -34,8 +34,9 @@ pub struct Account {
 
 /// The seeded server and what it holds.
 pub struct Seed {
-    /// Kept so the server lives as long as the fixture.
-    _server: xrpc::RunningServer,
+    /// Kept so the server lives as long as the fixture (ours, or the
+    /// official PDS's process handle).
+    _server: Box<dyn std::any::Any>,
     pub addr: SocketAddr,
     pub reader: Account,
     /// (collection, rkey, cid) of every record of the reader.
@@ -122,9 +123,15 @@ pub fn accounts(addr: SocketAddr, prefix: &str, n: usize) -> Vec<Account> {
 
 /// Builds the route benches' server.
 pub fn build(dir: &Path) -> Seed {
-    let started = std::time::Instant::now();
     let server = spawn(dir, "routes", |_| {});
     let addr = server.addr();
+    fill(addr, Box::new(server))
+}
+
+/// Seeds the server at `addr` (ours or a peer's, through the XRPC routes
+/// alone), keeping `server` alive as long as the fixture.
+pub fn fill(addr: SocketAddr, server: Box<dyn std::any::Any>) -> Seed {
+    let started = std::time::Instant::now();
     let reader = accounts(addr, "reader", 1).remove(0);
     let writers = accounts(addr, "writer", WRITERS);
 
@@ -212,7 +219,7 @@ pub fn build(dir: &Path) -> Seed {
     let (status, _) = once(addr, &Call::get("/xrpc/_health"), None);
     assert_eq!(status, StatusCode::OK);
     eprintln!(
-        "atbench: xrpc: seeded {} accounts, {} records, a {} KiB blob in {:.1?}",
+        "atbench: xrpc: seeded {addr}: {} accounts, {} records, a {} KiB blob in {:.1?}",
         writers.len() + 1,
         records.len(),
         BLOB_BYTES >> 10,

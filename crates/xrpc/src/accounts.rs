@@ -124,6 +124,10 @@ CREATE TABLE IF NOT EXISTS refresh_tokens (
     did        TEXT NOT NULL,
     expires_at INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS preferences (
+    did        TEXT PRIMARY KEY,
+    json       TEXT NOT NULL
+);
 ";
 
 impl Accounts {
@@ -237,6 +241,7 @@ impl Accounts {
         let conn = self.conn();
         conn.execute("DELETE FROM accounts WHERE did = ?1", [did])?;
         conn.execute("DELETE FROM refresh_tokens WHERE did = ?1", [did])?;
+        conn.execute("DELETE FROM preferences WHERE did = ?1", [did])?;
         let mut m = self.write();
         if let Some(a) = m.by_did.remove(did) {
             m.by_handle.remove(&a.handle);
@@ -244,6 +249,27 @@ impl Accounts {
                 m.by_email.remove(e);
             }
         }
+        Ok(())
+    }
+
+    /// The `app.bsky` preference array `did` last put (JSON text), if any
+    /// (`routes/actor.rs` checks it).
+    pub fn preferences(&self, did: &str) -> rusqlite::Result<Option<String>> {
+        use rusqlite::OptionalExtension;
+        self.conn()
+            .query_row("SELECT json FROM preferences WHERE did = ?1", [did], |r| {
+                r.get(0)
+            })
+            .optional()
+    }
+
+    /// Replaces `did`'s preference array with `json` (checked by the caller).
+    pub fn put_preferences(&self, did: &str, json: &str) -> rusqlite::Result<()> {
+        self.conn().execute(
+            "INSERT INTO preferences (did, json) VALUES (?1, ?2)
+             ON CONFLICT (did) DO UPDATE SET json = excluded.json",
+            [did, json],
+        )?;
         Ok(())
     }
 

@@ -61,6 +61,9 @@ pub struct App {
     pub describe: Bytes,
     /// The startup report line.
     pub startup: String,
+    /// The startup stages this open timed (`http_init`: the read pool
+    /// only; the listener and the hub are the caller's to add).
+    pub stages: crate::startup::Stages,
 }
 
 /// A path beside the store file: `DB<suffix>`.
@@ -130,11 +133,10 @@ fn load_secrets(path: &Path) -> Result<([u8; 32], Keypair), ServerError> {
     }
 }
 
-/// The hash of a random password nobody knows, at cost `log_n`.
+/// A stored hash at cost `log_n` that no password matches (random bytes:
+/// no scrypt at startup, where it would be most of the readiness time).
 fn dummy_hash(log_n: u8) -> Result<String, ServerError> {
-    let mut secret = [0u8; 16];
-    getrandom::fill(&mut secret).map_err(|e| ServerError::Startup(e.to_string()))?;
-    crate::password::hash(&data_encoding::HEXLOWER.encode(&secret), log_n)
+    crate::password::unmatchable(log_n)
         .map_err(|e| ServerError::Startup(format!("dummy password hash: {e}")))
 }
 
@@ -152,7 +154,9 @@ impl App {
                 crate::password::MAX_LOG_N
             )));
         }
+        let secrets_started = std::time::Instant::now();
         let (jwt, rotation) = load_secrets(&beside(&config.db, ".secret"))?;
+        let secrets_time = secrets_started.elapsed();
         // The hub is the store's event feed: the writer appends every
         // committed event to it, in seq order, before its caller hears
         // back (`firehose.rs`).
@@ -165,6 +169,7 @@ impl App {
             ..store::Config::default()
         };
         let store = Arc::new(Store::open(&config.db, store_config)?);
+        let accounts_started = std::time::Instant::now();
         let local = is_local(&config.hostname);
         let public_url = match &config.public_url {
             Some(u) => u.trim_end_matches('/').to_owned(),
@@ -211,9 +216,20 @@ impl App {
                 String::new()
             }
         );
-        let reads = Arc::new(crate::pool::Pool::new(config.read_threads)?);
         let dummy_hash = dummy_hash(config.scrypt_log_n)?;
+        let account_setup = secrets_time + accounts_started.elapsed();
+        let pool_started = std::time::Instant::now();
+        let reads = Arc::new(crate::pool::Pool::new(config.read_threads)?);
+        let stages = crate::startup::Stages {
+            storage: r.storage,
+            migrations: r.migrations,
+            sequence: r.sequence + r.backfill,
+            account_setup,
+            // The read pool; the caller adds the listener and the hub.
+            http_init: pool_started.elapsed(),
+        };
         Ok(App {
+            stages,
             kdf: tokio::sync::Semaphore::new(config.read_threads.max(1)),
             dummy_hash,
             writes: AtomicUsize::new(0),

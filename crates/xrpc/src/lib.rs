@@ -52,6 +52,7 @@
 //! | `net` | the listener, connections (limits, keep-alive), the runtime, graceful shutdown |
 //! | `request` | reading request bodies (capped), JSON bodies |
 //! | `response` | the response body type and the shared JSON answers |
+//! | `snapshot` | `--snapshot FILE`: a backup copied over the store with SQLite's backup API before start |
 //! | `stall` | the connection's socket with its write deadline |
 //! | `stream` | response bodies produced chunk by chunk on demand, each chunk one short read |
 //! | `error` | [`XrpcError`]-style JSON errors and the store's errors mapped to lexicon names |
@@ -64,6 +65,7 @@
 //! | `rate_limit` | write points and rate limits (`--rate-limits`): the counters, the `RateLimit-*` headers |
 //! | `routes` | the XRPC methods, by lexicon namespace |
 //! | `firehose` | the event hub: the store's event feed (each frame encoded once by the store's writer, appended in seq order as batches commit) fanned out to subscribers, its bytes shared by all |
+//! | `startup` | the startup stage timings printed on the startup line (`storage_ms` ... `http_init_ms`) |
 //! | `subscribe` | one WebSocket subscriber: replay, cut-over, outbox, ping |
 //!
 //! # Persistence
@@ -88,7 +90,9 @@ mod rate_limit;
 mod request;
 mod response;
 mod routes;
+mod snapshot;
 mod stall;
+mod startup;
 mod stream;
 mod subscribe;
 
@@ -100,6 +104,7 @@ use std::time::Duration;
 pub use error::ServerError;
 pub use net::runtime;
 pub use rate_limit::{Limit, RateLimits};
+pub use snapshot::restore_snapshot;
 
 /// How the server runs. [`ServerConfig::new`] gives the defaults of the
 /// `atpds` command line.

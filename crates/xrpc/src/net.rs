@@ -42,6 +42,8 @@ pub struct Bound {
     listener: TcpListener,
     addr: SocketAddr,
     app: Arc<App>,
+    /// The app's startup line with the stage timings after it.
+    startup: String,
 }
 
 impl Bound {
@@ -53,17 +55,24 @@ impl Bound {
                 "max_header_bytes must be at least 8192".into(),
             ));
         }
+        let bind_started = std::time::Instant::now();
         let listener = TcpListener::bind(config.listen).await?;
         let addr = listener.local_addr()?;
+        let bind_time = bind_started.elapsed();
         let app = tokio::task::spawn_blocking(move || App::open(config, addr))
             .await
             .map_err(|e| ServerError::Startup(e.to_string()))??;
+        let hub_started = std::time::Instant::now();
         let app = Arc::new(app);
         tokio::spawn(app.hub.clone().run());
+        let mut stages = app.stages;
+        stages.http_init += bind_time + hub_started.elapsed();
+        let startup = format!("{}; stages {}", app.startup, stages.line());
         Ok(Bound {
             listener,
             addr,
             app,
+            startup,
         })
     }
 
@@ -84,7 +93,7 @@ impl Bound {
 
     /// The startup report line.
     pub fn startup_line(&self) -> &str {
-        &self.app.startup
+        &self.startup
     }
 
     /// Serves until `shutdown`, then drains and closes.

@@ -80,6 +80,26 @@ pub fn hash(password: &str, log_n: u8) -> Result<String, PasswordError> {
 }
 
 /// Whether `password` matches `stored` (compared in constant time).
+/// A stored hash at cost `log_n` that no password matches: a random salt
+/// and a random 64-byte "output" (no KDF run, so it costs nothing to
+/// make). Checking a password against it costs one scrypt at `log_n`, as
+/// against a real hash, and matches with probability 2^-512.
+pub fn unmatchable(log_n: u8) -> Result<String, PasswordError> {
+    if !(1..=MAX_LOG_N).contains(&log_n) {
+        return Err(PasswordError::Params(format!(
+            "log2(N) = {log_n} is outside 1..={MAX_LOG_N}"
+        )));
+    }
+    let mut bytes = [0u8; 16 + OUT];
+    getrandom::fill(&mut bytes).map_err(|e| PasswordError::Random(e.to_string()))?;
+    let hex = data_encoding::HEXLOWER;
+    Ok(format!(
+        "scrypt${log_n}${R}${P}${}${}",
+        hex.encode(&bytes[..16]),
+        hex.encode(&bytes[16..])
+    ))
+}
+
 pub fn verify(password: &str, stored: &str) -> Result<bool, PasswordError> {
     let mut parts = stored.split('$');
     let (Some("scrypt"), Some(n), Some(r), Some(p), Some(salt), Some(h), None) = (
@@ -115,6 +135,22 @@ pub fn verify(password: &str, stored: &str) -> Result<bool, PasswordError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_unmatchable_hash_is_well_formed_and_matches_nothing() {
+        let h = unmatchable(4).unwrap();
+        let fields: Vec<&str> = h.split('$').collect();
+        assert_eq!(fields[..4], ["scrypt", "4", "8", "1"]);
+        assert_eq!(
+            (fields[4].len(), fields[5].len(), fields.len()),
+            (32, 128, 6)
+        );
+        for pw in ["", "hunter2", "password"] {
+            assert!(!verify(pw, &h).unwrap());
+        }
+        assert_ne!(h, unmatchable(4).unwrap());
+        assert!(unmatchable(0).is_err());
+    }
 
     #[test]
     fn round_trip_and_mismatch() {

@@ -4,15 +4,19 @@
 //!
 //! | module | methods |
 //! |---|---|
+//! | `actor` | `app.bsky.actor.getPreferences` / `putPreferences` |
 //! | `server` | `com.atproto.server.*`, `identity.resolveHandle`, `/.well-known/atproto-did` |
 //! | `repo` | `com.atproto.repo.*` writes and reads |
 //! | `blob` | `repo.uploadBlob`, `repo.listMissingBlobs`, `sync.getBlob`, `sync.listBlobs` |
+//! | `well_known` | `/.well-known/did.json` (the server's did:web document) |
 //! | `sync` | `com.atproto.sync.*` (the firehose is `subscribe.rs`) |
 
+mod actor;
 mod blob;
 mod repo;
 mod server;
 mod sync;
+mod well_known;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -161,6 +165,7 @@ async fn route(app: &Arc<App>, parts: &mut Parts, body: Incoming) -> XResult<Res
     let Some(method) = path.strip_prefix("/xrpc/") else {
         return match path {
             "/.well-known/atproto-did" => server::well_known_did(app, parts),
+            "/.well-known/did.json" => Ok(well_known::did_json(app)),
             "/" => Ok(json(
                 StatusCode::OK,
                 Bytes::from_static(
@@ -204,6 +209,14 @@ async fn route(app: &Arc<App>, parts: &mut Parts, body: Incoming) -> XResult<Res
         "com.atproto.server.deleteSession" => {
             check_method(m, P)?;
             server::delete_session(app, parts).await
+        }
+        "app.bsky.actor.getPreferences" => {
+            check_method(m, Q)?;
+            actor::get_preferences(app, parts).await
+        }
+        "app.bsky.actor.putPreferences" => {
+            check_method(m, P)?;
+            actor::put_preferences(app, parts, body).await
         }
         "com.atproto.identity.resolveHandle" => {
             check_method(m, Q)?;

@@ -281,6 +281,28 @@ async function main() {
   const again = await attempt('getSession after refresh', () => A.agent.com.atproto.server.getSession())
   check('getSession after refresh: did', again?.data.did === A.did)
 
+  // Preferences (app.bsky.actor.getPreferences / putPreferences), per account.
+  const none = await attempt('getPreferences before any put', () => A.agent.app.bsky.actor.getPreferences())
+  check('getPreferences: an empty array at first', Array.isArray(none?.data.preferences) && none.data.preferences.length === 0, show(none?.data))
+  const prefs = [
+    { $type: 'app.bsky.actor.defs#adultContentPref', enabled: false },
+    { $type: 'app.bsky.actor.defs#savedFeedsPrefV2', items: [{ id: '3l6ovcmm2vd2j', type: 'timeline', value: 'following', pinned: true }] },
+  ]
+  await attempt('putPreferences', () => A.agent.app.bsky.actor.putPreferences({ preferences: prefs }))
+  const back = await attempt('getPreferences after put', () => A.agent.app.bsky.actor.getPreferences())
+  check('getPreferences: the array put', canon(back?.data.preferences) === canon(prefs), show(back?.data))
+  const parsed = await attempt('AtpAgent.getPreferences', () => A.agent.getPreferences())
+  check('AtpAgent.getPreferences: adult content off, following pinned',
+    parsed?.moderationPrefs?.adultContentEnabled === false && (parsed?.savedFeeds ?? []).some((f) => f.value === 'following' && f.pinned), show(parsed))
+  const theirs = await attempt('getPreferences of B', () => B.agent.app.bsky.actor.getPreferences())
+  check("B does not see A's preferences", theirs?.data.preferences?.length === 0, show(theirs?.data))
+  await refused('putPreferences outside app.bsky', 400, 'InvalidRequest', () =>
+    A.agent.app.bsky.actor.putPreferences({ preferences: [{ $type: 'com.example.pref', on: true }] }),
+  )
+  await refused('getPreferences without a token', 401, undefined, () =>
+    new AtpAgent({ service: PDS_URL }).app.bsky.actor.getPreferences(),
+  )
+
   // Writes: create, put (create then update), delete, applyWrites.
   const a = A.agent
   const p1 = await create(a, A.did, 'app.bsky.feed.post', post('first post'), 'A post 1')
