@@ -1,7 +1,10 @@
 //! Shared by knot's integration tests: an in-process atpds, accounts, and
+
 //! real `git` processes that find `git-remote-at` on their PATH.
 
 #![allow(dead_code)]
+
+pub mod fault;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
