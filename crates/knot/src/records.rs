@@ -293,3 +293,39 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod lexicon_tests {
+    use super::*;
+
+    /// The lexicon files name the NSIDs and the required fields this
+    /// module writes.
+    #[test]
+    fn lexicons_match_the_records() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/lexicons");
+        for (nsid, sample) in [
+            (REPO_NSID, RepoRecord { name: "r".into(), head: "refs/heads/main".into(), object_format: "sha1".into() }.to_value("t")),
+            (
+                REF_NSID,
+                RefRecord { repo: "r".into(), name: "refs/heads/x".into(), target: "a".repeat(40), previous: None, packs: vec![] }.to_value(),
+            ),
+            (
+                PACK_NSID,
+                PackRecord { repo: "r".into(), sha256: "0".repeat(64), size: 1, objects: 1, parts: vec![], prerequisites: vec![], tips: vec![] }
+                    .to_value("t"),
+            ),
+        ] {
+            let text = std::fs::read_to_string(format!("{dir}/{nsid}.json")).unwrap();
+            let lex: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(lex["id"], nsid);
+            assert_eq!(sample["$type"], nsid);
+            for req in lex["defs"]["main"]["record"]["required"].as_array().unwrap() {
+                let k = req.as_str().unwrap();
+                assert!(sample.get(k).is_some(), "{nsid}: {k} is required but not written");
+            }
+            for k in sample.as_object().unwrap().keys().filter(|k| *k != "$type") {
+                assert!(lex["defs"]["main"]["record"]["properties"].get(k).is_some(), "{nsid}: {k} is written but not in the lexicon");
+            }
+        }
+    }
+}

@@ -165,3 +165,45 @@ fn two_clones_race_one_branch() {
     assert_eq!(log.lines().count(), 3, "{log}");
     let _ = (ca, cb);
 }
+
+#[test]
+fn at_url_resolves_handle_and_did_document() {
+    use bytes::Bytes;
+    use support::fault::{Action, FaultProxy};
+    let pds = Pds::start();
+    let did = pds.account("ident.test");
+    let sb = Sandbox::new("ident.test");
+    // A PLC directory that knows this one DID, pointing at the PDS.
+    let doc = serde_json::json!({"id": did, "service": [{"id": "#atproto_pds", "type": "AtprotoPersonalDataServer", "serviceEndpoint": pds.url}]});
+    let (d2, body) = (did.clone(), Bytes::from(doc.to_string()));
+    let plc = FaultProxy::start(
+        None,
+        std::sync::Arc::new(move |p, _| {
+            if p.uri.path() == format!("/{d2}") {
+                Action::Respond(200, vec![("content-type", "application/json".into())], body.clone())
+            } else {
+                Action::Respond(404, vec![], Bytes::from_static(b"{\"message\":\"DID not registered\"}"))
+            }
+        }),
+    );
+    let a = sb.init("a");
+    let c1 = sb.commit(&a, "f", "1\n");
+    let env = |c: &mut std::process::Command| {
+        c.env("KNOT_HANDLE_RESOLVER", &pds.url).env("KNOT_PLC_URL", &plc.url);
+    };
+    let mut c = sb.cmd(&a, &["push", "at://ident.test/r", "main"]);
+    env(&mut c);
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut c = sb.cmd(sb.home.path(), &["clone", "-q", &format!("at://{did}/r"), "b"]);
+    env(&mut c);
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(sb.rev(&sb.path("b"), "HEAD"), c1);
+    // An unknown DID is a clear error.
+    let mut c = sb.cmd(sb.home.path(), &["clone", "at://did:plc:unknownunknownunknown/r", "c"]);
+    env(&mut c);
+    let o = c.output().unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("cannot resolve did:plc:unknownunknownunknown"), "{}", stderr(&o));
+}
