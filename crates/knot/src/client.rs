@@ -135,16 +135,26 @@ impl Xrpc {
                 .and_then(|v| v.to_str().ok())
                 .and_then(|s| s.parse::<usize>().ok());
             // Error bodies are small whatever the method.
-            let cap = if parts.status.is_success() { limit } else { limit.min(64 << 10) };
+            let cap = if parts.status.is_success() {
+                limit
+            } else {
+                limit.min(64 << 10)
+            };
             if declared.is_some_and(|n| n > cap) {
-                return Err(KnotError::TooLarge { op: op.to_owned(), limit: cap });
+                return Err(KnotError::TooLarge {
+                    op: op.to_owned(),
+                    limit: cap,
+                });
             }
             let mut buf = BytesMut::with_capacity(declared.unwrap_or(0).min(cap));
             while let Some(frame) = body.frame().await {
                 let frame = frame.map_err(|e| t(e.to_string()))?;
                 if let Ok(data) = frame.into_data() {
                     if buf.len() + data.len() > cap {
-                        return Err(KnotError::TooLarge { op: op.to_owned(), limit: cap });
+                        return Err(KnotError::TooLarge {
+                            op: op.to_owned(),
+                            limit: cap,
+                        });
                     }
                     buf.extend_from_slice(&data);
                 }
@@ -155,7 +165,10 @@ impl Xrpc {
             .await
             .map_err(|_| t(format!("no complete answer within {:?}", self.timeout)))??;
         if parts.status.is_success() {
-            return Ok(Answer { headers: parts.headers, body });
+            return Ok(Answer {
+                headers: parts.headers,
+                body,
+            });
         }
         let v: Option<Value> = serde_json::from_slice(&body).ok();
         let field = |k: &str| {
@@ -164,13 +177,12 @@ impl Xrpc {
                 .and_then(|s| s.as_str())
                 .map(|s| s.chars().take(500).collect::<String>())
         };
-        let message = field("message").unwrap_or_else(|| {
-            String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned()
-        });
+        let message = field("message")
+            .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned());
         if parts.status.as_u16() == 429 {
             return Err(KnotError::RateLimited {
                 op: op.to_owned(),
-                limit: rate_limit_of(&parts.headers, message),
+                limit: Box::new(rate_limit_of(&parts.headers, message)),
             });
         }
         Err(KnotError::Xrpc {
@@ -192,7 +204,13 @@ impl Xrpc {
         u
     }
 
-    fn request(&self, op: &str, method: Method, url: &str, token: Option<&str>) -> Result<http::request::Builder> {
+    fn request(
+        &self,
+        op: &str,
+        method: Method,
+        url: &str,
+        token: Option<&str>,
+    ) -> Result<http::request::Builder> {
         let _ = url.parse::<http::Uri>().map_err(|e| KnotError::Url {
             url: url.to_owned(),
             why: format!("{op}: {e}"),
@@ -205,7 +223,12 @@ impl Xrpc {
     }
 
     /// A query (GET) answered with JSON.
-    pub async fn query(&self, nsid: &str, query: &[(&str, &str)], token: Option<&str>) -> Result<Value> {
+    pub async fn query(
+        &self,
+        nsid: &str,
+        query: &[(&str, &str)],
+        token: Option<&str>,
+    ) -> Result<Value> {
         let url = self.url(nsid, query);
         let req = self
             .request(nsid, Method::GET, &url, token)?
@@ -247,7 +270,8 @@ impl Xrpc {
             .body(Full::new(bytes))
             .map_err(|e| KnotError::bad(OP, e.to_string()))?;
         let a = self.send(OP, req, 64 << 10).await?;
-        let v: Value = serde_json::from_slice(&a.body).map_err(|e| KnotError::bad(OP, format!("not JSON: {e}")))?;
+        let v: Value = serde_json::from_slice(&a.body)
+            .map_err(|e| KnotError::bad(OP, format!("not JSON: {e}")))?;
         let got = v["blob"]["ref"]["$link"]
             .as_str()
             .ok_or_else(|| KnotError::bad(OP, "no blob.ref.$link"))?;

@@ -25,7 +25,10 @@ impl RateLimit {
     /// `Retry-After` (from `now`) and `RateLimit-Reset`; `None` when the
     /// answer said neither.
     pub fn retry_at(&self, now: SystemTime) -> Option<u64> {
-        let now = now.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO).as_secs();
+        let now = now
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO)
+            .as_secs();
         let a = self.retry_after.map(|s| now.saturating_add(s));
         match (a, self.reset) {
             (Some(a), Some(b)) => Some(a.max(b)),
@@ -38,9 +41,7 @@ impl RateLimit {
         let now = SystemTime::now();
         match self.retry_at(now) {
             Some(at) => {
-                let secs = now
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs());
+                let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
                 format!("after {} (in {} s)", utc(at), at.saturating_sub(secs))
             }
             None => "later (the server gave no time)".to_owned(),
@@ -96,7 +97,7 @@ pub enum KnotError {
     },
     /// The server refused for a rate limit (429).
     #[error("{op}: rate limited ({}); try again {}", .limit.message, .limit.when())]
-    RateLimited { op: String, limit: RateLimit },
+    RateLimited { op: String, limit: Box<RateLimit> },
     /// An answer that is not what the method returns.
     #[error("{op}: malformed answer: {why}")]
     BadResponse { op: String, why: String },

@@ -39,7 +39,12 @@ fn gerr(why: impl Into<String>) -> KnotError {
 }
 
 /// Fetches what the refs named in `wants` (`(oid, name)`) need.
-pub async fn fetch(remote: &mut Remote, wants: &[(String, String)], concurrency: usize, progress: bool) -> Result<FetchStats> {
+pub async fn fetch(
+    remote: &mut Remote,
+    wants: &[(String, String)],
+    concurrency: usize,
+    progress: bool,
+) -> Result<FetchStats> {
     let refs = match remote.state.refs.clone() {
         Some(r) => r,
         None => remote.read_refs().await?,
@@ -47,9 +52,14 @@ pub async fn fetch(remote: &mut Remote, wants: &[(String, String)], concurrency:
     let mut entries = Vec::new();
     let mut seen = HashSet::new();
     for (oid, name) in wants {
-        let r = refs.get(name).ok_or_else(|| KnotError::Protocol(format!("fetch of {name}, which the remote does not list")))?;
+        let r = refs.get(name).ok_or_else(|| {
+            KnotError::Protocol(format!("fetch of {name}, which the remote does not list"))
+        })?;
         if &r.record.target != oid {
-            return Err(KnotError::Protocol(format!("fetch of {name} at {oid}, which the remote lists at {}", r.record.target)));
+            return Err(KnotError::Protocol(format!(
+                "fetch of {name} at {oid}, which the remote lists at {}",
+                r.record.target
+            )));
         }
         for e in &r.record.packs {
             // A pack pushed for several refs has an entry per tip: it is
@@ -82,19 +92,37 @@ pub async fn fetch(remote: &mut Remote, wants: &[(String, String)], concurrency:
         .collect::<Result<_>>()?;
     for p in &packs {
         if p.repo != r.repo {
-            return Err(KnotError::Record { what: "pack".into(), why: format!("pack {} belongs to repository {}", p.sha256, p.repo) });
+            return Err(KnotError::Record {
+                what: "pack".into(),
+                why: format!("pack {} belongs to repository {}", p.sha256, p.repo),
+            });
         }
     }
     // Every part of every pack, in order, `concurrency` downloads ahead.
-    let all: Vec<(usize, usize)> = packs.iter().enumerate().flat_map(|(pi, p)| (0..p.parts.len()).map(move |i| (pi, i))).collect();
+    let all: Vec<(usize, usize)> = packs
+        .iter()
+        .enumerate()
+        .flat_map(|(pi, p)| (0..p.parts.len()).map(move |i| (pi, i)))
+        .collect();
     let mut parts = stream::iter(all.into_iter().map(|(pi, i)| {
         let part = &packs[pi].parts[i];
-        async move { r.pds.get_blob(&r.did, &part.cid, part.size).await.map(|b| (pi, b)) }
+        async move {
+            r.pds
+                .get_blob(&r.did, &part.cid, part.size)
+                .await
+                .map(|b| (pi, b))
+        }
     }))
     .buffered(concurrency.max(1));
     for (pi, p) in packs.iter().enumerate() {
         if progress {
-            eprintln!("knot: fetching pack {} of {} ({} objects, {:.1} MiB)", pi + 1, packs.len(), p.objects, p.size as f64 / (1 << 20) as f64);
+            eprintln!(
+                "knot: fetching pack {} of {} ({} objects, {:.1} MiB)",
+                pi + 1,
+                packs.len(),
+                p.objects,
+                p.size as f64 / (1 << 20) as f64
+            );
         }
         let mut child = tokio::process::Command::new("git")
             .args(["index-pack", "--stdin"])
@@ -140,7 +168,11 @@ pub async fn fetch(remote: &mut Remote, wants: &[(String, String)], concurrency:
         if digest != p.sha256 || size != p.size {
             // index-pack has not seen the end of its input: killed, it keeps nothing.
             let _ = child.kill().await;
-            return Err(KnotError::HashMismatch { what: format!("pack {}", p.sha256), expected: p.sha256.clone(), got: digest });
+            return Err(KnotError::HashMismatch {
+                what: format!("pack {}", p.sha256),
+                expected: p.sha256.clone(),
+                got: digest,
+            });
         }
         drop(stdin);
         let st = child.wait().await.map_err(|e| gerr(e.to_string()))?;
@@ -152,8 +184,16 @@ pub async fn fetch(remote: &mut Remote, wants: &[(String, String)], concurrency:
     }
     // The refs' targets must now be here.
     let targets: Vec<&str> = wants.iter().map(|(o, _)| o.as_str()).collect();
-    if let Some((o, _)) = git::have(&targets)?.iter().zip(wants).find(|(h, _)| !**h).map(|(_, w)| w) {
-        return Err(KnotError::Record { what: "ref".into(), why: format!("the packs of {o} do not hold it") });
+    if let Some((o, _)) = git::have(&targets)?
+        .iter()
+        .zip(wants)
+        .find(|(h, _)| !**h)
+        .map(|(_, w)| w)
+    {
+        return Err(KnotError::Record {
+            what: "ref".into(),
+            why: format!("the packs of {o} do not hold it"),
+        });
     }
     Ok(stats)
 }

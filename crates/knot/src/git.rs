@@ -34,8 +34,18 @@ pub fn run(args: &[&str]) -> Result<String> {
 /// The object id `name` names locally (not peeled: a tag stays its tag
 /// object).
 pub fn rev_parse(name: &str) -> Result<String> {
-    run(&["rev-parse", "--verify", "--quiet", &format!("{name}^{{object}}")])
-        .map_err(|_| gerr("rev-parse", format!("src refspec {name} does not match any")))
+    run(&[
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        &format!("{name}^{{object}}"),
+    ])
+    .map_err(|_| {
+        gerr(
+            "rev-parse",
+            format!("src refspec {name} does not match any"),
+        )
+    })
 }
 
 /// Which of `oids` the local repository holds, in one `cat-file
@@ -57,12 +67,20 @@ pub fn have(oids: &[&str]) -> Result<Vec<bool>> {
         input.push('\n');
     }
     // Written from a thread: a long list would otherwise fill both pipes.
-    let mut stdin = child.stdin.take().ok_or_else(|| gerr("cat-file", "no stdin"))?;
+    let mut stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| gerr("cat-file", "no stdin"))?;
     let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out = child.wait_with_output().map_err(|e| gerr("cat-file", e.to_string()))?;
+    let out = child
+        .wait_with_output()
+        .map_err(|e| gerr("cat-file", e.to_string()))?;
     let _ = writer.join();
     if !out.status.success() {
-        return Err(gerr("cat-file", String::from_utf8_lossy(&out.stderr).trim().to_owned()));
+        return Err(gerr(
+            "cat-file",
+            String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        ));
     }
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
@@ -88,12 +106,9 @@ pub fn is_ancestor(a: &str, b: &str) -> Result<bool> {
     }
 }
 
-/// The type of a local object (`commit`, `tag`, ...).
-pub fn object_type(oid: &str) -> Result<String> {
-    run(&["cat-file", "-t", oid])
-}
-
 /// The local symbolic ref HEAD points to, if any.
 pub fn local_head() -> Option<String> {
-    run(&["symbolic-ref", "-q", "HEAD"]).ok().filter(|s| s.starts_with("refs/"))
+    run(&["symbolic-ref", "-q", "HEAD"])
+        .ok()
+        .filter(|s| s.starts_with("refs/"))
 }

@@ -37,7 +37,10 @@ struct Opts {
 
 fn unquote(v: &str) -> String {
     let v = v.trim();
-    v.strip_prefix('"').and_then(|s| s.strip_suffix('"')).unwrap_or(v).replace("\\\\", "\\")
+    v.strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'))
+        .unwrap_or(v)
+        .replace("\\\\", "\\")
 }
 
 fn set_option(o: &mut Opts, name: &str, value: &str) -> &'static str {
@@ -50,8 +53,11 @@ fn set_option(o: &mut Opts, name: &str, value: &str) -> &'static str {
         "cloning" | "check-connectivity" | "followtags" => {}
         "cas" => {
             let v = unquote(value);
-            let Some((r, oid)) = v.rsplit_once(':') else { return "error cas without ':'" };
-            let expected = (!oid.is_empty() && !oid.bytes().all(|c| c == b'0')).then(|| oid.to_owned());
+            let Some((r, oid)) = v.rsplit_once(':') else {
+                return "error cas without ':'";
+            };
+            let expected =
+                (!oid.is_empty() && !oid.bytes().all(|c| c == b'0')).then(|| oid.to_owned());
             o.push.cas.insert(r.to_owned(), expected);
         }
         _ => return "unsupported",
@@ -67,19 +73,27 @@ pub fn run(url: &str, input: impl BufRead, output: &mut impl Write) -> Result<Ex
         .map_err(|e| KnotError::io("runtime", e))?;
     let git_dir = std::env::var_os("GIT_DIR").map(PathBuf::from);
     let mut remote: Option<Remote> = None;
-    let mut opts = Opts { verbosity: 1, ..Opts::default() };
+    let mut opts = Opts {
+        verbosity: 1,
+        ..Opts::default()
+    };
     opts.push.concurrency = CONCURRENCY;
     let mut exit = Exit::Done;
     let mut lines = input.lines();
     let w = |output: &mut dyn Write, s: &str| -> Result<()> {
-        output.write_all(s.as_bytes()).and_then(|()| output.flush()).map_err(|e| KnotError::io("stdout", e))
+        output
+            .write_all(s.as_bytes())
+            .and_then(|()| output.flush())
+            .map_err(|e| KnotError::io("stdout", e))
     };
     macro_rules! remote {
         () => {{
             if remote.is_none() {
                 remote = Some(rt.block_on(Remote::open(url, git_dir.as_deref()))?);
             }
-            remote.as_mut().ok_or_else(|| KnotError::Protocol("no remote".into()))?
+            remote
+                .as_mut()
+                .ok_or_else(|| KnotError::Protocol("no remote".into()))?
         }};
     }
     while let Some(line) = lines.next() {
@@ -102,7 +116,12 @@ pub fn run(url: &str, input: impl BufRead, output: &mut impl Write) -> Result<Ex
                     (Some(c), true) => c.clone(),
                     _ => r.read_refs().await?,
                 };
-                let head = match r.state.repo.clone().filter(|h| h.head.is_some() || for_push) {
+                let head = match r
+                    .state
+                    .repo
+                    .clone()
+                    .filter(|h| h.head.is_some() || for_push)
+                {
                     Some(h) => h,
                     None => r.read_repo().await?,
                 };
@@ -122,10 +141,17 @@ pub fn run(url: &str, input: impl BufRead, output: &mut impl Write) -> Result<Ex
             let mut wants = Vec::new();
             let mut l = Some(line);
             while let Some(cur) = l.filter(|s| !s.is_empty()) {
-                let rest = cur.strip_prefix("fetch ").ok_or_else(|| KnotError::Protocol(format!("{cur:?} inside a fetch batch")))?;
-                let (oid, name) = rest.split_once(' ').ok_or_else(|| KnotError::Protocol(format!("{cur:?}")))?;
+                let rest = cur
+                    .strip_prefix("fetch ")
+                    .ok_or_else(|| KnotError::Protocol(format!("{cur:?} inside a fetch batch")))?;
+                let (oid, name) = rest
+                    .split_once(' ')
+                    .ok_or_else(|| KnotError::Protocol(format!("{cur:?}")))?;
                 wants.push((oid.to_owned(), name.to_owned()));
-                l = lines.next().transpose().map_err(|e| KnotError::io("stdin", e))?;
+                l = lines
+                    .next()
+                    .transpose()
+                    .map_err(|e| KnotError::io("stdin", e))?;
             }
             let progress = opts.progress && opts.verbosity > 0;
             let r = remote!();
@@ -138,9 +164,14 @@ pub fn run(url: &str, input: impl BufRead, output: &mut impl Write) -> Result<Ex
             let mut cmds = Vec::new();
             let mut l = Some(line);
             while let Some(cur) = l.filter(|s| !s.is_empty()) {
-                let rest = cur.strip_prefix("push ").ok_or_else(|| KnotError::Protocol(format!("{cur:?} inside a push batch")))?;
+                let rest = cur
+                    .strip_prefix("push ")
+                    .ok_or_else(|| KnotError::Protocol(format!("{cur:?} inside a push batch")))?;
                 cmds.push(PushCmd::parse(rest)?);
-                l = lines.next().transpose().map_err(|e| KnotError::io("stdin", e))?;
+                l = lines
+                    .next()
+                    .transpose()
+                    .map_err(|e| KnotError::io("stdin", e))?;
             }
             let popts = opts.push.clone();
             let r = remote!();
@@ -161,13 +192,31 @@ pub fn run(url: &str, input: impl BufRead, output: &mut impl Write) -> Result<Ex
             }
             s.push('\n');
             if let Some(l) = &outcome.rate_limited {
-                let pushed: Vec<&str> = outcome.statuses.iter().filter(|(_, s)| s.is_ok()).map(|(d, _)| d.as_str()).collect();
-                let not: Vec<&str> = outcome.statuses.iter().filter(|(_, s)| s.is_err()).map(|(d, _)| d.as_str()).collect();
+                let pushed: Vec<&str> = outcome
+                    .statuses
+                    .iter()
+                    .filter(|(_, s)| s.is_ok())
+                    .map(|(d, _)| d.as_str())
+                    .collect();
+                let not: Vec<&str> = outcome
+                    .statuses
+                    .iter()
+                    .filter(|(_, s)| s.is_err())
+                    .map(|(d, _)| d.as_str())
+                    .collect();
                 eprintln!(
                     "knot: the PDS rate-limited this push ({}).\nknot: pushed: {}\nknot: not pushed: {}\nknot: push again {}",
                     l.message,
-                    if pushed.is_empty() { "(none)".to_owned() } else { pushed.join(", ") },
-                    if not.is_empty() { "(none)".to_owned() } else { not.join(", ") },
+                    if pushed.is_empty() {
+                        "(none)".to_owned()
+                    } else {
+                        pushed.join(", ")
+                    },
+                    if not.is_empty() {
+                        "(none)".to_owned()
+                    } else {
+                        not.join(", ")
+                    },
                     l.when()
                 );
                 exit = Exit::RateLimited;
@@ -189,9 +238,19 @@ mod tests {
         let mut o = Opts::default();
         assert_eq!(set_option(&mut o, "dry-run", "true"), "ok");
         assert!(o.push.dry_run);
-        assert_eq!(set_option(&mut o, "cas", "\"refs/heads/main:0000000000000000000000000000000000000000\""), "ok");
+        assert_eq!(
+            set_option(
+                &mut o,
+                "cas",
+                "\"refs/heads/main:0000000000000000000000000000000000000000\""
+            ),
+            "ok"
+        );
         assert_eq!(o.push.cas.get("refs/heads/main"), Some(&None));
-        assert_eq!(set_option(&mut o, "cas", &format!("refs/heads/x:{}", "a".repeat(40))), "ok");
+        assert_eq!(
+            set_option(&mut o, "cas", &format!("refs/heads/x:{}", "a".repeat(40))),
+            "ok"
+        );
         assert_eq!(o.push.cas.get("refs/heads/x"), Some(&Some("a".repeat(40))));
         assert_eq!(set_option(&mut o, "depth", "1"), "unsupported");
     }
@@ -199,8 +258,16 @@ mod tests {
     #[test]
     fn capabilities_without_a_server() {
         let mut out = Vec::new();
-        let r = run("at+http://127.0.0.1:1/did:plc:x/r", "capabilities\noption progress false\n\n".as_bytes(), &mut out).unwrap();
+        let r = run(
+            "at+http://127.0.0.1:1/did:plc:x/r",
+            "capabilities\noption progress false\n\n".as_bytes(),
+            &mut out,
+        )
+        .unwrap();
         assert_eq!(r, Exit::Done);
-        assert_eq!(String::from_utf8(out).unwrap(), "fetch\npush\noption\n\nok\n");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "fetch\npush\noption\n\nok\n"
+        );
     }
 }

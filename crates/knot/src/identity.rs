@@ -28,7 +28,10 @@ fn err(what: &str, why: impl Into<String>) -> KnotError {
 
 fn scheme_for(host: &str) -> &'static str {
     let h = host.rsplit_once(':').map_or(host, |(h, _)| h);
-    if h == "localhost" || h.ends_with(".localhost") || h.parse::<std::net::IpAddr>().is_ok_and(|a| a.is_loopback()) {
+    if h == "localhost"
+        || h.ends_with(".localhost")
+        || h.parse::<std::net::IpAddr>().is_ok_and(|a| a.is_loopback())
+    {
         "http"
     } else {
         "https"
@@ -40,13 +43,23 @@ pub async fn resolve_handle(http: &Xrpc, handle: &str) -> Result<String> {
     let did = if let Ok(svc) = std::env::var("KNOT_HANDLE_RESOLVER") {
         let r = Xrpc::new(&svc, std::time::Duration::from_secs(30));
         let v = r
-            .query("com.atproto.identity.resolveHandle", &[("handle", handle)], None)
+            .query(
+                "com.atproto.identity.resolveHandle",
+                &[("handle", handle)],
+                None,
+            )
             .await
             .map_err(|e| err(handle, e.to_string()))?;
-        v["did"].as_str().ok_or_else(|| err(handle, "resolveHandle gave no did"))?.to_owned()
+        v["did"]
+            .as_str()
+            .ok_or_else(|| err(handle, "resolveHandle gave no did"))?
+            .to_owned()
     } else {
         let url = format!("{}://{handle}/.well-known/atproto-did", scheme_for(handle));
-        let body = http.get_url(&url, 2048).await.map_err(|e| err(handle, e.to_string()))?;
+        let body = http
+            .get_url(&url, 2048)
+            .await
+            .map_err(|e| err(handle, e.to_string()))?;
         String::from_utf8_lossy(&body).trim().to_owned()
     };
     if !did.starts_with("did:") || check_account(&did).is_err() {
@@ -89,9 +102,12 @@ pub async fn did_doc(http: &Xrpc, did: &str) -> Result<serde_json::Value> {
     } else {
         return Err(err(did, "only did:plc and did:web are resolved"));
     };
-    let body = http.get_url(&url, DOC_LIMIT).await.map_err(|e| err(did, e.to_string()))?;
-    let doc: serde_json::Value =
-        serde_json::from_slice(&body).map_err(|e| err(did, format!("DID document is not JSON: {e}")))?;
+    let body = http
+        .get_url(&url, DOC_LIMIT)
+        .await
+        .map_err(|e| err(did, e.to_string()))?;
+    let doc: serde_json::Value = serde_json::from_slice(&body)
+        .map_err(|e| err(did, format!("DID document is not JSON: {e}")))?;
     if doc["id"].as_str() != Some(did) {
         return Err(err(did, "the DID document is another DID's"));
     }

@@ -27,7 +27,9 @@ pub const MAX_RKEY: usize = 512;
 /// starting with `.` (so never `.` or `..`).
 pub fn check_repo_name(name: &str) -> std::result::Result<(), String> {
     if name.is_empty() || name.len() > MAX_REPO_NAME {
-        return Err(format!("repository names are 1 to {MAX_REPO_NAME} characters"));
+        return Err(format!(
+            "repository names are 1 to {MAX_REPO_NAME} characters"
+        ));
     }
     if name.starts_with('.') {
         return Err("repository names do not start with '.'".into());
@@ -36,7 +38,9 @@ pub fn check_repo_name(name: &str) -> std::result::Result<(), String> {
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
     {
-        return Err(format!("{c:?} is not allowed in a repository name (A-Za-z0-9._-)"));
+        return Err(format!(
+            "{c:?} is not allowed in a repository name (A-Za-z0-9._-)"
+        ));
     }
     Ok(())
 }

@@ -80,30 +80,39 @@ impl LatencyProxy {
         let counters = Arc::new(Counters::default());
         let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
         let c = counters.clone();
-        let thread = std::thread::Builder::new().name("latency-proxy".into()).spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
-            rt.block_on(async move {
-                let Ok(listener) = TcpListener::from_std(std_listener) else { return };
-                loop {
-                    tokio::select! {
-                        _ = &mut stop_rx => break,
-                        acc = listener.accept() => {
-                            let Ok((client, _)) = acc else { continue };
-                            c.connects.fetch_add(1, Ordering::Relaxed);
-                            let c = c.clone();
-                            tokio::spawn(async move {
-                                let accepted = Instant::now();
-                                if let Ok(server) = TcpStream::connect(upstream).await {
-                                    let _ = client.set_nodelay(true);
-                                    let _ = server.set_nodelay(true);
-                                    relay(client, server, rtt, accepted, c).await;
-                                }
-                            });
+        let thread = std::thread::Builder::new()
+            .name("latency-proxy".into())
+            .spawn(move || {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                rt.block_on(async move {
+                    let Ok(listener) = TcpListener::from_std(std_listener) else {
+                        return;
+                    };
+                    loop {
+                        tokio::select! {
+                            _ = &mut stop_rx => break,
+                            acc = listener.accept() => {
+                                let Ok((client, _)) = acc else { continue };
+                                c.connects.fetch_add(1, Ordering::Relaxed);
+                                let c = c.clone();
+                                tokio::spawn(async move {
+                                    let accepted = Instant::now();
+                                    if let Ok(server) = TcpStream::connect(upstream).await {
+                                        let _ = client.set_nodelay(true);
+                                        let _ = server.set_nodelay(true);
+                                        relay(client, server, rtt, accepted, c).await;
+                                    }
+                                });
+                            }
                         }
                     }
-                }
-            });
-        })?;
+                });
+            })?;
         Ok(LatencyProxy {
             addr,
             counters,
@@ -170,7 +179,11 @@ impl Conn {
         if !*w {
             *w = true;
             self.counters.requests.fetch_add(1, Ordering::Relaxed);
-            let mut all = self.counters.waiting.lock().unwrap_or_else(|e| e.into_inner());
+            let mut all = self
+                .counters
+                .waiting
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             if *all == 0 {
                 self.counters.round_trips.fetch_add(1, Ordering::Relaxed);
             }
@@ -182,7 +195,11 @@ impl Conn {
         let mut w = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
         if *w {
             *w = false;
-            let mut all = self.counters.waiting.lock().unwrap_or_else(|e| e.into_inner());
+            let mut all = self
+                .counters
+                .waiting
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             *all = all.saturating_sub(1);
         }
     }
@@ -194,8 +211,17 @@ impl Drop for Conn {
     }
 }
 
-async fn relay(client: TcpStream, server: TcpStream, rtt: Duration, accepted: Instant, counters: Arc<Counters>) {
-    let conn = Arc::new(Conn { waiting: Mutex::new(false), counters });
+async fn relay(
+    client: TcpStream,
+    server: TcpStream,
+    rtt: Duration,
+    accepted: Instant,
+    counters: Arc<Counters>,
+) {
+    let conn = Arc::new(Conn {
+        waiting: Mutex::new(false),
+        counters,
+    });
     let (cr, cw) = client.into_split();
     let (sr, sw) = server.into_split();
     let half = rtt / 2;
@@ -225,10 +251,14 @@ async fn pipe(
             let at = not_before.map_or(now, |nb| nb.max(now)) + delay;
             if upstream {
                 conn.client_sent();
-                conn.counters.bytes_up.fetch_add(n as u64, Ordering::Relaxed);
+                conn.counters
+                    .bytes_up
+                    .fetch_add(n as u64, Ordering::Relaxed);
             } else {
                 conn.server_sent();
-                conn.counters.bytes_down.fetch_add(n as u64, Ordering::Relaxed);
+                conn.counters
+                    .bytes_down
+                    .fetch_add(n as u64, Ordering::Relaxed);
             }
             if tx.send((at, buf[..n].to_vec())).await.is_err() {
                 break;

@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 use crate::error::{KnotError, RateLimit, Result};
 use crate::git;
 use crate::names::{pack_rkey, ref_rkey};
-use crate::records::{PACK_NSID, PackEntry, PackRecord, REF_NSID, REPO_NSID, RefRecord, RepoRecord};
+use crate::records::{
+    PACK_NSID, PackEntry, PackRecord, REF_NSID, REPO_NSID, RefRecord, RepoRecord,
+};
 use crate::remote::{Remote, Swap, swap_cid_from_message};
 use crate::state::{CachedRef, CachedRepo};
 use crate::upload::{Uploaded, pack_and_upload};
@@ -40,7 +42,9 @@ impl PushCmd {
             .rsplit_once(':')
             .ok_or_else(|| KnotError::Protocol(format!("push {arg:?}: no ':'")))?;
         if !dst.starts_with("refs/") {
-            return Err(KnotError::Protocol(format!("push {arg:?}: destination is not a full ref name")));
+            return Err(KnotError::Protocol(format!(
+                "push {arg:?}: destination is not a full ref name"
+            )));
         }
         Ok(PushCmd {
             force,
@@ -97,7 +101,11 @@ fn verdict(p: &Plan, current: Option<&str>) -> Result<Verdict> {
         return Ok(Verdict::Reject("stale info"));
     }
     let Some(new) = &p.new else {
-        return Ok(if current.is_none() { Verdict::UpToDate } else { Verdict::Go });
+        return Ok(if current.is_none() {
+            Verdict::UpToDate
+        } else {
+            Verdict::Go
+        });
     };
     if current == Some(new.as_str()) {
         return Ok(Verdict::UpToDate);
@@ -105,7 +113,9 @@ fn verdict(p: &Plan, current: Option<&str>) -> Result<Verdict> {
     if p.lease.is_some() || p.force {
         return Ok(Verdict::Go);
     }
-    let Some(cur) = current else { return Ok(Verdict::Go) };
+    let Some(cur) = current else {
+        return Ok(Verdict::Go);
+    };
     if p.dst.starts_with("refs/tags/") {
         return Ok(Verdict::Reject("already exists"));
     }
@@ -120,7 +130,7 @@ fn verdict(p: &Plan, current: Option<&str>) -> Result<Verdict> {
 
 fn is_rate_limit(e: &KnotError) -> Option<RateLimit> {
     match e {
-        KnotError::RateLimited { limit, .. } => Some(limit.clone()),
+        KnotError::RateLimited { limit, .. } => Some((**limit).clone()),
         _ => None,
     }
 }
@@ -140,7 +150,11 @@ enum RefResult {
 }
 
 /// Pushes the batch.
-pub async fn push(remote: &mut Remote, cmds: Vec<PushCmd>, opts: &PushOptions) -> Result<PushOutcome> {
+pub async fn push(
+    remote: &mut Remote,
+    cmds: Vec<PushCmd>,
+    opts: &PushOptions,
+) -> Result<PushOutcome> {
     let refs = match remote.state.refs.clone() {
         Some(r) => r,
         None => remote.read_refs().await?,
@@ -200,22 +214,40 @@ pub async fn push(remote: &mut Remote, cmds: Vec<PushCmd>, opts: &PushOptions) -
     let present = git::have(&remote_targets)?;
     let positives: Vec<String> = {
         let mut seen = HashSet::new();
-        plans.iter().filter_map(|(_, p)| p.new.clone()).filter(|n| seen.insert(n.clone())).collect()
+        plans
+            .iter()
+            .filter_map(|(_, p)| p.new.clone())
+            .filter(|n| seen.insert(n.clone()))
+            .collect()
     };
-    let needs_pack = positives.iter().any(|p| !remote_targets.contains(&p.as_str()));
+    let needs_pack = positives
+        .iter()
+        .any(|p| !remote_targets.contains(&p.as_str()));
     // Negatives: the remote tips the new targets build on (all present
     // ones when the check would take too many git calls).
-    let candidates: Vec<&CachedRef> = refs.values().zip(&present).filter(|(_, h)| **h).map(|(r, _)| r).collect();
+    let candidates: Vec<&CachedRef> = refs
+        .values()
+        .zip(&present)
+        .filter(|(_, h)| **h)
+        .map(|(r, _)| r)
+        .collect();
     let few = candidates.len() * positives.len() <= 64;
     let mut base: Vec<&CachedRef> = Vec::new();
     for r in candidates {
-        if !few || positives.iter().any(|p| git::is_ancestor(&r.record.target, p).unwrap_or(false)) {
+        if !few
+            || positives
+                .iter()
+                .any(|p| git::is_ancestor(&r.record.target, p).unwrap_or(false))
+        {
             base.push(r);
         }
     }
     let negatives: Vec<String> = {
         let mut seen = HashSet::new();
-        base.iter().map(|r| r.record.target.clone()).filter(|t| seen.insert(t.clone())).collect()
+        base.iter()
+            .map(|r| r.record.target.clone())
+            .filter(|t| seen.insert(t.clone()))
+            .collect()
     };
 
     // Write points, announced before anything is written.
@@ -242,10 +274,18 @@ pub async fn push(remote: &mut Remote, cmds: Vec<PushCmd>, opts: &PushOptions) -
     out.points = points;
     eprintln!(
         "knot: this push {} {points} write point{} ({}){}",
-        if opts.dry_run { "would cost" } else { "costs at most" },
+        if opts.dry_run {
+            "would cost"
+        } else {
+            "costs at most"
+        },
         if points == 1 { "" } else { "s" },
         parts_desc.join(", "),
-        if opts.atomic { " in one applyWrites" } else { "" }
+        if opts.atomic {
+            " in one applyWrites"
+        } else {
+            ""
+        }
     );
     if opts.dry_run {
         for (i, _) in &plans {
@@ -256,7 +296,16 @@ pub async fn push(remote: &mut Remote, cmds: Vec<PushCmd>, opts: &PushOptions) -
     }
 
     let uploaded = if needs_pack {
-        match pack_and_upload(&remote.pds, remote.auth.clone(), &positives, &negatives, opts.concurrency, opts.progress).await {
+        match pack_and_upload(
+            &remote.pds,
+            remote.auth.clone(),
+            &positives,
+            &negatives,
+            opts.concurrency,
+            opts.progress,
+        )
+        .await
+        {
             Ok(u) => u,
             Err(e) => {
                 if let Some(l) = is_rate_limit(&e) {
@@ -268,7 +317,12 @@ pub async fn push(remote: &mut Remote, cmds: Vec<PushCmd>, opts: &PushOptions) -
             }
         }
     } else {
-        Uploaded { sha256: String::new(), size: 0, objects: 0, parts: Vec::new() }
+        Uploaded {
+            sha256: String::new(),
+            size: 0,
+            objects: 0,
+            parts: Vec::new(),
+        }
     };
     let pack = (uploaded.objects > 0).then(|| PackRecord {
         repo: remote.repo.clone(),
@@ -291,32 +345,65 @@ pub async fn push(remote: &mut Remote, cmds: Vec<PushCmd>, opts: &PushOptions) -
     let entries_for = |new: &str| -> Vec<PackEntry> {
         let mut v = Vec::with_capacity(base_entries.len() + 1);
         if let Some(p) = &pack {
-            v.push(PackEntry { pack: p.sha256.clone(), tip: new.to_owned() });
+            v.push(PackEntry {
+                pack: p.sha256.clone(),
+                tip: new.to_owned(),
+            });
         }
-        v.extend(base_entries.iter().filter(|e| pack.as_ref().is_none_or(|p| p.sha256 != e.pack)).cloned());
+        v.extend(
+            base_entries
+                .iter()
+                .filter(|e| pack.as_ref().is_none_or(|p| p.sha256 != e.pack))
+                .cloned(),
+        );
         v
     };
     let now = crate::now_iso();
     let head_choice = || -> String {
-        let pushed: Vec<&str> = plans.iter().filter(|(_, p)| p.new.is_some()).map(|(_, p)| p.dst.as_str()).collect();
+        let pushed: Vec<&str> = plans
+            .iter()
+            .filter(|(_, p)| p.new.is_some())
+            .map(|(_, p)| p.dst.as_str())
+            .collect();
         let local = git::local_head();
         if pushed.contains(&"refs/heads/main") {
             "refs/heads/main".into()
         } else if let Some(l) = local.filter(|l| pushed.contains(&l.as_str())) {
             l
         } else {
-            pushed.iter().find(|d| d.starts_with("refs/heads/")).or(pushed.first()).map_or("refs/heads/main".into(), |s| (*s).to_owned())
+            pushed
+                .iter()
+                .find(|d| d.starts_with("refs/heads/"))
+                .or(pushed.first())
+                .map_or("refs/heads/main".into(), |s| (*s).to_owned())
         }
     };
 
     if opts.atomic {
-        atomic(remote, &plans, &mut status, pack.as_ref(), &entries_for, creates_repo.then(head_choice), &now, &mut out).await?;
+        atomic(
+            remote,
+            &plans,
+            &mut status,
+            pack.as_ref(),
+            &entries_for,
+            creates_repo.then(head_choice),
+            &now,
+            &mut out,
+        )
+        .await?;
         finish(status, &mut out);
         return Ok(out);
     }
 
     if let Some(p) = &pack
-        && let Err(e) = remote.put_record(PACK_NSID, &pack_rkey(&remote.repo, &p.sha256), &p.to_value(&now), &Swap::Any).await
+        && let Err(e) = remote
+            .put_record(
+                PACK_NSID,
+                &pack_rkey(&remote.repo, &p.sha256),
+                &p.to_value(&now),
+                &Swap::Any,
+            )
+            .await
     {
         if let Some(l) = is_rate_limit(&e) {
             out.rate_limited = Some(l);
@@ -326,9 +413,20 @@ pub async fn push(remote: &mut Remote, cmds: Vec<PushCmd>, opts: &PushOptions) -
         return Err(e);
     }
     if creates_repo {
-        let rec = RepoRecord { name: remote.repo.clone(), head: head_choice(), object_format: "sha1".into() };
-        match remote.put_record(REPO_NSID, &remote.repo, &rec.to_value(&now), &Swap::Absent).await {
-            Ok(_) => remote.state.repo = Some(CachedRepo { head: Some(rec.head) }),
+        let rec = RepoRecord {
+            name: remote.repo.clone(),
+            head: head_choice(),
+            object_format: "sha1".into(),
+        };
+        match remote
+            .put_record(REPO_NSID, &remote.repo, &rec.to_value(&now), &Swap::Absent)
+            .await
+        {
+            Ok(_) => {
+                remote.state.repo = Some(CachedRepo {
+                    head: Some(rec.head),
+                })
+            }
             Err(e) if invalid_swap(&e).is_some() => {
                 remote.read_repo().await?;
             }
@@ -375,7 +473,12 @@ pub async fn push(remote: &mut Remote, cmds: Vec<PushCmd>, opts: &PushOptions) -
 }
 
 /// One ref's compare-and-swap, retried after failed swaps.
-async fn write_ref(r: &Remote, p: &Plan, cached: Option<CachedRef>, entries: Option<Vec<PackEntry>>) -> RefResult {
+async fn write_ref(
+    r: &Remote,
+    p: &Plan,
+    cached: Option<CachedRef>,
+    entries: Option<Vec<PackEntry>>,
+) -> RefResult {
     let rkey = ref_rkey(&r.repo, &p.dst);
     let mut current = cached;
     for _ in 0..8 {
@@ -395,7 +498,10 @@ async fn write_ref(r: &Remote, p: &Plan, cached: Option<CachedRef>, entries: Opt
                     .map(|cid| Some(CachedRef { cid, record: rec }))
             }
             _ => match &swap_cid {
-                Some(c) => r.delete_record(REF_NSID, &rkey, Some(c)).await.map(|()| None),
+                Some(c) => r
+                    .delete_record(REF_NSID, &rkey, Some(c))
+                    .await
+                    .map(|()| None),
                 None => return RefResult::Landed(None),
             },
         };
@@ -458,9 +564,15 @@ async fn atomic(
                                "rkey": pack_rkey(&remote.repo, &p.sha256), "value": p.to_value(now)}));
         }
         if let (Some(h), None) = (&head, &repo.head) {
-            let rec = RepoRecord { name: remote.repo.clone(), head: h.clone(), object_format: "sha1".into() };
-            writes.push(json!({"$type": "com.atproto.repo.applyWrites#create", "collection": REPO_NSID,
-                               "rkey": remote.repo, "value": rec.to_value(now)}));
+            let rec = RepoRecord {
+                name: remote.repo.clone(),
+                head: h.clone(),
+                object_format: "sha1".into(),
+            };
+            writes.push(
+                json!({"$type": "com.atproto.repo.applyWrites#create", "collection": REPO_NSID,
+                               "rkey": remote.repo, "value": rec.to_value(now)}),
+            );
         }
         let first_ref = writes.len();
         let mut rejected = None;
@@ -498,7 +610,11 @@ async fn atomic(
         }
         if let Some((ri, why)) = rejected {
             for (i, _) in plans {
-                status[*i] = Some(Err(if *i == ri { why.to_owned() } else { "atomic push failed".to_owned() }));
+                status[*i] = Some(Err(if *i == ri {
+                    why.to_owned()
+                } else {
+                    "atomic push failed".to_owned()
+                }));
             }
             return Ok(());
         }
@@ -511,7 +627,8 @@ async fn atomic(
                     remote.state.repo = Some(CachedRepo { head: head.clone() });
                 }
                 let cache = remote.state.refs.get_or_insert_with(BTreeMap::new);
-                for ((i, dst, rec), cid) in landed.into_iter().zip(cids.into_iter().skip(first_ref)) {
+                for ((i, dst, rec), cid) in landed.into_iter().zip(cids.into_iter().skip(first_ref))
+                {
                     match (rec, cid) {
                         (Some(record), Some(cid)) => {
                             cache.insert(dst, CachedRef { cid, record });
@@ -559,7 +676,11 @@ mod tests {
     fn push_lines() {
         assert_eq!(
             PushCmd::parse("+refs/heads/a:refs/heads/b").unwrap(),
-            PushCmd { force: true, src: Some("refs/heads/a".into()), dst: "refs/heads/b".into() }
+            PushCmd {
+                force: true,
+                src: Some("refs/heads/a".into()),
+                dst: "refs/heads/b".into()
+            }
         );
         assert_eq!(PushCmd::parse(":refs/heads/b").unwrap().src, None);
         assert!(PushCmd::parse("refs/heads/a").is_err());

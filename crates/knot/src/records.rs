@@ -36,7 +36,10 @@ fn check_sha256_hex(what: &str, s: &str) -> Result<()> {
     if s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
         Ok(())
     } else {
-        Err(bad(what, format!("{s:?} is not a sha-256 in lower-case hex")))
+        Err(bad(
+            what,
+            format!("{s:?} is not a sha-256 in lower-case hex"),
+        ))
     }
 }
 
@@ -68,7 +71,10 @@ impl RepoRecord {
         if r.object_format != "sha1" {
             return Err(bad(
                 "repo",
-                format!("object format {:?} (this helper speaks sha1)", r.object_format),
+                format!(
+                    "object format {:?} (this helper speaks sha1)",
+                    r.object_format
+                ),
             ));
         }
         Ok(r)
@@ -117,7 +123,8 @@ impl RefRecord {
     /// Checks a record read back.
     pub fn from_value(v: Value) -> Result<RefRecord> {
         let r: RefRecord = serde_json::from_value(v).map_err(|e| bad("ref", e.to_string()))?;
-        if !r.name.starts_with("refs/") || r.name.len() > 4096 || r.name.contains(['\n', '\0', ' ']) {
+        if !r.name.starts_with("refs/") || r.name.len() > 4096 || r.name.contains(['\n', '\0', ' '])
+        {
             return Err(bad("ref", format!("{:?} is not a ref name", r.name)));
         }
         check_oid("ref", &r.target)?;
@@ -125,7 +132,10 @@ impl RefRecord {
             check_oid("ref", p)?;
         }
         if r.packs.len() > MAX_REF_PACKS {
-            return Err(bad("ref", format!("{} packs (at most {MAX_REF_PACKS})", r.packs.len())));
+            return Err(bad(
+                "ref",
+                format!("{} packs (at most {MAX_REF_PACKS})", r.packs.len()),
+            ));
         }
         for e in &r.packs {
             check_sha256_hex("ref", &e.pack)?;
@@ -209,16 +219,25 @@ impl PackRecord {
         let p: PackJson = serde_json::from_value(v).map_err(|e| bad("pack", e.to_string()))?;
         check_sha256_hex("pack", &p.sha256)?;
         if p.parts.len() > MAX_PARTS {
-            return Err(bad("pack", format!("{} parts (at most {MAX_PARTS})", p.parts.len())));
+            return Err(bad(
+                "pack",
+                format!("{} parts (at most {MAX_PARTS})", p.parts.len()),
+            ));
         }
         let mut total: u64 = 0;
         let mut parts = Vec::with_capacity(p.parts.len());
         for b in p.parts {
             if raw_cid_digest(&b.r.link).is_none() {
-                return Err(bad("pack", format!("part {:?} is not a raw sha-256 CID", b.r.link)));
+                return Err(bad(
+                    "pack",
+                    format!("part {:?} is not a raw sha-256 CID", b.r.link),
+                ));
             }
             if b.size == 0 || b.size > MAX_PART {
-                return Err(bad("pack", format!("part of {} bytes (1 to {MAX_PART})", b.size)));
+                return Err(bad(
+                    "pack",
+                    format!("part of {} bytes (1 to {MAX_PART})", b.size),
+                ));
             }
             total = total.saturating_add(b.size);
             parts.push(Part {
@@ -227,7 +246,10 @@ impl PackRecord {
             });
         }
         if total != p.size {
-            return Err(bad("pack", format!("parts add up to {total} bytes, record says {}", p.size)));
+            return Err(bad(
+                "pack",
+                format!("parts add up to {total} bytes, record says {}", p.size),
+            ));
         }
         for o in p.prerequisites.iter().chain(&p.tips) {
             check_oid("pack", o)?;
@@ -261,7 +283,10 @@ mod tests {
             name: "refs/heads/main".into(),
             target: oid('a'),
             previous: None,
-            packs: vec![PackEntry { pack: "0".repeat(64), tip: oid('a') }],
+            packs: vec![PackEntry {
+                pack: "0".repeat(64),
+                tip: oid('a'),
+            }],
         };
         assert_eq!(RefRecord::from_value(r.to_value()).unwrap(), r);
         let p = PackRecord {
@@ -269,7 +294,10 @@ mod tests {
             sha256: "1".repeat(64),
             size: 7,
             objects: 1,
-            parts: vec![Part { cid: raw_cid(b"x"), size: 7 }],
+            parts: vec![Part {
+                cid: raw_cid(b"x"),
+                size: 7,
+            }],
             prerequisites: vec![],
             tips: vec![oid('b')],
         };
@@ -278,7 +306,11 @@ mod tests {
         let mut wrong = v;
         wrong["size"] = 8.into();
         assert!(PackRecord::from_value(wrong).is_err());
-        let repo = RepoRecord { name: "r".into(), head: "refs/heads/main".into(), object_format: "sha1".into() };
+        let repo = RepoRecord {
+            name: "r".into(),
+            head: "refs/heads/main".into(),
+            object_format: "sha1".into(),
+        };
         assert_eq!(RepoRecord::from_value(repo.to_value("t")).unwrap(), repo);
     }
 
@@ -304,27 +336,59 @@ mod lexicon_tests {
     fn lexicons_match_the_records() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/lexicons");
         for (nsid, sample) in [
-            (REPO_NSID, RepoRecord { name: "r".into(), head: "refs/heads/main".into(), object_format: "sha1".into() }.to_value("t")),
+            (
+                REPO_NSID,
+                RepoRecord {
+                    name: "r".into(),
+                    head: "refs/heads/main".into(),
+                    object_format: "sha1".into(),
+                }
+                .to_value("t"),
+            ),
             (
                 REF_NSID,
-                RefRecord { repo: "r".into(), name: "refs/heads/x".into(), target: "a".repeat(40), previous: None, packs: vec![] }.to_value(),
+                RefRecord {
+                    repo: "r".into(),
+                    name: "refs/heads/x".into(),
+                    target: "a".repeat(40),
+                    previous: None,
+                    packs: vec![],
+                }
+                .to_value(),
             ),
             (
                 PACK_NSID,
-                PackRecord { repo: "r".into(), sha256: "0".repeat(64), size: 1, objects: 1, parts: vec![], prerequisites: vec![], tips: vec![] }
-                    .to_value("t"),
+                PackRecord {
+                    repo: "r".into(),
+                    sha256: "0".repeat(64),
+                    size: 1,
+                    objects: 1,
+                    parts: vec![],
+                    prerequisites: vec![],
+                    tips: vec![],
+                }
+                .to_value("t"),
             ),
         ] {
             let text = std::fs::read_to_string(format!("{dir}/{nsid}.json")).unwrap();
             let lex: Value = serde_json::from_str(&text).unwrap();
             assert_eq!(lex["id"], nsid);
             assert_eq!(sample["$type"], nsid);
-            for req in lex["defs"]["main"]["record"]["required"].as_array().unwrap() {
+            for req in lex["defs"]["main"]["record"]["required"]
+                .as_array()
+                .unwrap()
+            {
                 let k = req.as_str().unwrap();
-                assert!(sample.get(k).is_some(), "{nsid}: {k} is required but not written");
+                assert!(
+                    sample.get(k).is_some(),
+                    "{nsid}: {k} is required but not written"
+                );
             }
             for k in sample.as_object().unwrap().keys().filter(|k| *k != "$type") {
-                assert!(lex["defs"]["main"]["record"]["properties"].get(k).is_some(), "{nsid}: {k} is written but not in the lexicon");
+                assert!(
+                    lex["defs"]["main"]["record"]["properties"].get(k).is_some(),
+                    "{nsid}: {k} is written but not in the lexicon"
+                );
             }
         }
     }

@@ -150,20 +150,33 @@ impl Remote {
         let (did, pds) = match (&st.did, &st.pds) {
             (Some(d), Some(p)) => (d.clone(), p.clone()),
             _ => {
-                let any = Xrpc::new(parsed.pds.as_deref().unwrap_or("http://localhost"), REQUEST_TIMEOUT);
+                let any = Xrpc::new(
+                    parsed.pds.as_deref().unwrap_or("http://localhost"),
+                    REQUEST_TIMEOUT,
+                );
                 let (did, pds) = match &parsed.pds {
                     Some(p) => {
                         let did = if parsed.account.starts_with("did:") {
                             parsed.account.clone()
                         } else {
                             let v = any
-                                .query("com.atproto.identity.resolveHandle", &[("handle", &parsed.account)], None)
+                                .query(
+                                    "com.atproto.identity.resolveHandle",
+                                    &[("handle", &parsed.account)],
+                                    None,
+                                )
                                 .await
-                                .map_err(|e| KnotError::Resolve { what: parsed.account.clone(), why: e.to_string() })?;
+                                .map_err(|e| KnotError::Resolve {
+                                    what: parsed.account.clone(),
+                                    why: e.to_string(),
+                                })?;
                             v["did"]
                                 .as_str()
                                 .filter(|d| d.starts_with("did:"))
-                                .ok_or_else(|| KnotError::Resolve { what: parsed.account.clone(), why: "no did in the answer".into() })?
+                                .ok_or_else(|| KnotError::Resolve {
+                                    what: parsed.account.clone(),
+                                    why: "no did in the answer".into(),
+                                })?
                                 .to_owned()
                         };
                         (did, p.clone())
@@ -185,7 +198,11 @@ impl Remote {
             }
         };
         let xrpc = Xrpc::new(&pds, REQUEST_TIMEOUT);
-        let auth = Arc::new(Auth::new(xrpc.clone(), parsed.account.clone(), st.tokens.clone()));
+        let auth = Arc::new(Auth::new(
+            xrpc.clone(),
+            parsed.account.clone(),
+            st.tokens.clone(),
+        ));
         Ok(Remote {
             url: url.to_owned(),
             pds: xrpc,
@@ -213,9 +230,21 @@ impl Remote {
         loop {
             let v = self
                 .pds
-                .query(OP, &[("repo", &self.did), ("collection", REF_NSID), ("limit", "100"), ("reverse", "true"), ("cursor", &cursor)], None)
+                .query(
+                    OP,
+                    &[
+                        ("repo", &self.did),
+                        ("collection", REF_NSID),
+                        ("limit", "100"),
+                        ("reverse", "true"),
+                        ("cursor", &cursor),
+                    ],
+                    None,
+                )
                 .await?;
-            let recs = v["records"].as_array().ok_or_else(|| KnotError::bad(OP, "no records array"))?;
+            let recs = v["records"]
+                .as_array()
+                .ok_or_else(|| KnotError::bad(OP, "no records array"))?;
             let mut last = None;
             let mut past = false;
             for r in recs {
@@ -228,10 +257,16 @@ impl Remote {
                     break;
                 }
                 last = Some(rkey.to_owned());
-                let cid = r["cid"].as_str().ok_or_else(|| KnotError::bad(OP, "record without cid"))?.to_owned();
+                let cid = r["cid"]
+                    .as_str()
+                    .ok_or_else(|| KnotError::bad(OP, "record without cid"))?
+                    .to_owned();
                 let rec = RefRecord::from_value(r["value"].clone())?;
                 if rec.repo != self.repo || crate::names::ref_rkey(&self.repo, &rec.name) != rkey {
-                    return Err(KnotError::Record { what: "ref".into(), why: format!("record {rkey} names {}:{}", rec.repo, rec.name) });
+                    return Err(KnotError::Record {
+                        what: "ref".into(),
+                        why: format!("record {rkey} names {}:{}", rec.repo, rec.name),
+                    });
                 }
                 out.insert(rec.name.clone(), CachedRef { cid, record: rec });
             }
@@ -245,15 +280,30 @@ impl Remote {
     }
 
     /// A record, `None` when it does not exist.
-    pub async fn get_record(&self, collection: &str, rkey: &str) -> Result<Option<(String, Value)>> {
+    pub async fn get_record(
+        &self,
+        collection: &str,
+        rkey: &str,
+    ) -> Result<Option<(String, Value)>> {
         const OP: &str = "com.atproto.repo.getRecord";
         match self
             .pds
-            .query(OP, &[("repo", &self.did), ("collection", collection), ("rkey", rkey)], None)
+            .query(
+                OP,
+                &[
+                    ("repo", &self.did),
+                    ("collection", collection),
+                    ("rkey", rkey),
+                ],
+                None,
+            )
             .await
         {
             Ok(mut v) => {
-                let cid = v["cid"].as_str().ok_or_else(|| KnotError::bad(OP, "no cid"))?.to_owned();
+                let cid = v["cid"]
+                    .as_str()
+                    .ok_or_else(|| KnotError::bad(OP, "no cid"))?
+                    .to_owned();
                 Ok(Some((cid, v["value"].take())))
             }
             Err(e) if e.xrpc_name() == Some("RecordNotFound") => Ok(None),
@@ -264,7 +314,9 @@ impl Remote {
     /// The repository record; refreshes the cache.
     pub async fn read_repo(&mut self) -> Result<CachedRepo> {
         let r = match self.get_record(REPO_NSID, &self.repo).await? {
-            Some((_, v)) => CachedRepo { head: Some(RepoRecord::from_value(v)?.head) },
+            Some((_, v)) => CachedRepo {
+                head: Some(RepoRecord::from_value(v)?.head),
+            },
             None => CachedRepo { head: None },
         };
         self.state.repo = Some(r.clone());
@@ -278,7 +330,10 @@ impl Remote {
             Some((cid, v)) => {
                 let record = RefRecord::from_value(v)?;
                 if record.name != name || record.repo != self.repo {
-                    return Err(KnotError::Record { what: "ref".into(), why: format!("record {rkey} names {}", record.name) });
+                    return Err(KnotError::Record {
+                        what: "ref".into(),
+                        why: format!("record {rkey} names {}", record.name),
+                    });
                 }
                 Ok(Some(CachedRef { cid, record }))
             }
@@ -291,33 +346,56 @@ impl Remote {
         let (_, v) = self
             .get_record(PACK_NSID, &pack_rkey(&self.repo, id))
             .await?
-            .ok_or_else(|| KnotError::Record { what: "pack".into(), why: format!("pack {id} is missing from the PDS") })?;
+            .ok_or_else(|| KnotError::Record {
+                what: "pack".into(),
+                why: format!("pack {id} is missing from the PDS"),
+            })?;
         let p = PackRecord::from_value(v)?;
         if p.sha256 != id {
-            return Err(KnotError::Record { what: "pack".into(), why: format!("record {id} describes pack {}", p.sha256) });
+            return Err(KnotError::Record {
+                what: "pack".into(),
+                why: format!("record {id} describes pack {}", p.sha256),
+            });
         }
         Ok(p)
     }
 
     /// `putRecord` under `swap`; returns the new record's CID.
-    pub async fn put_record(&self, collection: &str, rkey: &str, value: &Value, swap: &Swap) -> Result<String> {
+    pub async fn put_record(
+        &self,
+        collection: &str,
+        rkey: &str,
+        value: &Value,
+        swap: &Swap,
+    ) -> Result<String> {
         const OP: &str = "com.atproto.repo.putRecord";
-        let mut body = json!({"repo": self.did, "collection": collection, "rkey": rkey, "record": value});
+        let mut body =
+            json!({"repo": self.did, "collection": collection, "rkey": rkey, "record": value});
         match swap {
             Swap::Any => {}
             Swap::Absent => body["swapRecord"] = Value::Null,
             Swap::At(c) => body["swapRecord"] = c.as_str().into(),
         }
-        let v = self.auth.with(|t| {
-            let body = &body;
-            async move { self.pds.procedure(OP, body, Some(&t)).await }
-        })
-        .await?;
-        Ok(v["cid"].as_str().ok_or_else(|| KnotError::bad(OP, "no cid"))?.to_owned())
+        let v = self
+            .auth
+            .with(|t| {
+                let body = &body;
+                async move { self.pds.procedure(OP, body, Some(&t)).await }
+            })
+            .await?;
+        Ok(v["cid"]
+            .as_str()
+            .ok_or_else(|| KnotError::bad(OP, "no cid"))?
+            .to_owned())
     }
 
     /// `deleteRecord` guarded by `swap` (a CID).
-    pub async fn delete_record(&self, collection: &str, rkey: &str, swap: Option<&str>) -> Result<()> {
+    pub async fn delete_record(
+        &self,
+        collection: &str,
+        rkey: &str,
+        swap: Option<&str>,
+    ) -> Result<()> {
         const OP: &str = "com.atproto.repo.deleteRecord";
         let mut body = json!({"repo": self.did, "collection": collection, "rkey": rkey});
         if let Some(c) = swap {
@@ -334,7 +412,11 @@ impl Remote {
 
     /// `applyWrites` guarded by `swapCommit`; returns each write's new CID
     /// (`None` for deletes).
-    pub async fn apply_writes(&self, writes: Vec<Value>, swap_commit: &str) -> Result<Vec<Option<String>>> {
+    pub async fn apply_writes(
+        &self,
+        writes: Vec<Value>,
+        swap_commit: &str,
+    ) -> Result<Vec<Option<String>>> {
         const OP: &str = "com.atproto.repo.applyWrites";
         let n = writes.len();
         let body = json!({"repo": self.did, "writes": writes, "swapCommit": swap_commit});
@@ -345,18 +427,26 @@ impl Remote {
                 async move { self.pds.procedure(OP, body, Some(&t)).await }
             })
             .await?;
-        let results = v["results"].as_array().ok_or_else(|| KnotError::bad(OP, "no results"))?;
+        let results = v["results"]
+            .as_array()
+            .ok_or_else(|| KnotError::bad(OP, "no results"))?;
         if results.len() != n {
             return Err(KnotError::bad(OP, "results do not match the writes"));
         }
-        Ok(results.iter().map(|r| r["cid"].as_str().map(str::to_owned)).collect())
+        Ok(results
+            .iter()
+            .map(|r| r["cid"].as_str().map(str::to_owned))
+            .collect())
     }
 
     /// The CID of the account's latest commit.
     pub async fn latest_commit(&self) -> Result<String> {
         const OP: &str = "com.atproto.sync.getLatestCommit";
         let v = self.pds.query(OP, &[("did", &self.did)], None).await?;
-        Ok(v["cid"].as_str().ok_or_else(|| KnotError::bad(OP, "no cid"))?.to_owned())
+        Ok(v["cid"]
+            .as_str()
+            .ok_or_else(|| KnotError::bad(OP, "no cid"))?
+            .to_owned())
     }
 }
 
@@ -364,7 +454,10 @@ impl Remote {
 /// reference PDS words it.
 pub fn swap_cid_from_message(message: &str) -> Option<String> {
     let rest = message.split("Record was at ").nth(1)?;
-    let cid: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
+    let cid: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect();
     (cid.len() > 8).then_some(cid)
 }
 
@@ -374,7 +467,10 @@ mod tests {
 
     #[test]
     fn cid_in_invalid_swap_message() {
-        assert_eq!(swap_cid_from_message("Record was at bafyreiabcdefghij").as_deref(), Some("bafyreiabcdefghij"));
+        assert_eq!(
+            swap_cid_from_message("Record was at bafyreiabcdefghij").as_deref(),
+            Some("bafyreiabcdefghij")
+        );
         assert_eq!(swap_cid_from_message("invalid swap on x"), None);
     }
 }

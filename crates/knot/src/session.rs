@@ -45,7 +45,9 @@ fn credentials_file() -> Option<PathBuf> {
 impl Credentials {
     /// From the environment, else the credentials file.
     pub fn find(default_identifier: &str) -> Result<Credentials> {
-        let id = std::env::var("ATPROTO_IDENTIFIER").ok().filter(|s| !s.is_empty());
+        let id = std::env::var("ATPROTO_IDENTIFIER")
+            .ok()
+            .filter(|s| !s.is_empty());
         if let Ok(password) = std::env::var("ATPROTO_PASSWORD")
             && !password.is_empty()
         {
@@ -55,7 +57,9 @@ impl Credentials {
             });
         }
         let Some(path) = credentials_file() else {
-            return Err(KnotError::Credentials("set ATPROTO_PASSWORD (and ATPROTO_IDENTIFIER) or KNOT_CREDENTIALS".into()));
+            return Err(KnotError::Credentials(
+                "set ATPROTO_PASSWORD (and ATPROTO_IDENTIFIER) or KNOT_CREDENTIALS".into(),
+            ));
         };
         let text = std::fs::read(&path).map_err(|_| {
             KnotError::Credentials(format!(
@@ -65,9 +69,9 @@ impl Credentials {
         })?;
         let v: serde_json::Value = serde_json::from_slice(&text)
             .map_err(|e| KnotError::Credentials(format!("{}: {e}", path.display())))?;
-        let password = v["password"]
-            .as_str()
-            .ok_or_else(|| KnotError::Credentials(format!("{}: no \"password\"", path.display())))?;
+        let password = v["password"].as_str().ok_or_else(|| {
+            KnotError::Credentials(format!("{}: no \"password\"", path.display()))
+        })?;
         Ok(Credentials {
             identifier: id
                 .or_else(|| v["identifier"].as_str().map(str::to_owned))
@@ -116,7 +120,11 @@ pub fn stale(t: &Tokens) -> bool {
 pub async fn create(pds: &Xrpc, c: &Credentials) -> Result<Tokens> {
     const OP: &str = "com.atproto.server.createSession";
     let v = pds
-        .procedure(OP, &json!({"identifier": c.identifier, "password": c.password}), None)
+        .procedure(
+            OP,
+            &json!({"identifier": c.identifier, "password": c.password}),
+            None,
+        )
         .await?;
     tokens_of(OP, &v)
 }
@@ -124,7 +132,9 @@ pub async fn create(pds: &Xrpc, c: &Credentials) -> Result<Tokens> {
 /// `refreshSession`.
 pub async fn refresh(pds: &Xrpc, t: &Tokens) -> Result<Tokens> {
     const OP: &str = "com.atproto.server.refreshSession";
-    let v = pds.procedure(OP, &serde_json::Value::Null, Some(&t.refresh)).await?;
+    let v = pds
+        .procedure(OP, &serde_json::Value::Null, Some(&t.refresh))
+        .await?;
     tokens_of(OP, &v)
 }
 

@@ -93,7 +93,8 @@ impl State {
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(|e| KnotError::io(dir.display().to_string(), e))?;
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        let text = serde_json::to_vec(self).map_err(|e| KnotError::io("state", std::io::Error::other(e)))?;
+        let text = serde_json::to_vec(self)
+            .map_err(|e| KnotError::io("state", std::io::Error::other(e)))?;
         let mut opts = std::fs::OpenOptions::new();
         opts.write(true).create(true).truncate(true);
         #[cfg(unix)]
@@ -128,8 +129,16 @@ mod tests {
         let back = State::load(Some(&p), "at+http://h/did:plc:x/r");
         assert_eq!(back.did.as_deref(), Some("did:plc:x"));
         // Another URL's state is not read.
-        assert!(State::load(Some(&p), "at+http://h/did:plc:x/other").did.is_none());
+        assert!(
+            State::load(Some(&p), "at+http://h/did:plc:x/other")
+                .did
+                .is_none()
+        );
         std::fs::write(&p, b"{not json").unwrap();
-        assert!(State::load(Some(&p), "at+http://h/did:plc:x/r").did.is_none());
+        assert!(
+            State::load(Some(&p), "at+http://h/did:plc:x/r")
+                .did
+                .is_none()
+        );
     }
 }

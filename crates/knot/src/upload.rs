@@ -13,10 +13,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
+use crate::client::Xrpc;
 use crate::error::{KnotError, Result};
 use crate::records::{PART_MIME, PART_SIZE, Part};
 use crate::remote::Auth;
-use crate::client::Xrpc;
 
 /// A pack once uploaded.
 #[derive(Debug, Clone)]
@@ -51,7 +51,9 @@ pub async fn pack_and_upload(
     let mut cmd = tokio::process::Command::new("git");
     cmd.args(["pack-objects", "--revs", "--stdout", "--delta-base-offset"]);
     cmd.arg(if progress { "--progress" } else { "-q" });
-    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
     cmd.kill_on_drop(true);
     let mut child = cmd.spawn().map_err(|e| gerr(e.to_string()))?;
     let mut input = String::new();
@@ -83,10 +85,17 @@ pub async fn pack_and_upload(
     while !done {
         // The slot is taken before the buffer is filled: at most
         // `concurrency` parts uploading plus this one.
-        let permit = slots.clone().acquire_owned().await.map_err(|e| gerr(e.to_string()))?;
+        let permit = slots
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| gerr(e.to_string()))?;
         let mut buf = BytesMut::with_capacity(PART_SIZE);
         while buf.len() < PART_SIZE {
-            let n = out.read_buf(&mut buf).await.map_err(|e| gerr(e.to_string()))?;
+            let n = out
+                .read_buf(&mut buf)
+                .await
+                .map_err(|e| gerr(e.to_string()))?;
             if n == 0 {
                 done = true;
                 break;
@@ -119,7 +128,11 @@ pub async fn pack_and_upload(
         }
         let (pds, auth) = (pds.clone(), auth.clone());
         if progress {
-            eprintln!("knot: uploading part {} ({:.1} MiB so far)", idx + 1, size as f64 / (1 << 20) as f64);
+            eprintln!(
+                "knot: uploading part {} ({:.1} MiB so far)",
+                idx + 1,
+                size as f64 / (1 << 20) as f64
+            );
         }
         uploads.spawn(async move {
             let _permit = permit;
@@ -139,7 +152,9 @@ pub async fn pack_and_upload(
     if !status.success() {
         return Err(gerr(format!("exited with {status}")));
     }
-    let objects = u64::from(u32::from_be_bytes([header[8], header[9], header[10], header[11]]));
+    let objects = u64::from(u32::from_be_bytes([
+        header[8], header[9], header[10], header[11],
+    ]));
     let mut parts: Vec<Option<Part>> = vec![None; parts_n];
     if let Some(bytes) = first
         && objects > 0
@@ -157,7 +172,11 @@ pub async fn pack_and_upload(
         let (i, p) = r.map_err(|e| gerr(e.to_string()))??;
         parts[i] = Some(p);
     }
-    let parts: Vec<Part> = if objects == 0 { Vec::new() } else { parts.into_iter().flatten().collect() };
+    let parts: Vec<Part> = if objects == 0 {
+        Vec::new()
+    } else {
+        parts.into_iter().flatten().collect()
+    };
     if objects > 0 && parts.len() != parts_n {
         return Err(gerr("a part was not uploaded"));
     }

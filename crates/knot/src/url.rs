@@ -32,13 +32,19 @@ impl RemoteUrl {
         let (pds, rest) = if let Some(r) = u.strip_prefix("at://") {
             (None, r)
         } else if let Some(r) = u.strip_prefix("at+http://") {
-            let (host, rest) = r.split_once('/').ok_or_else(|| err("no account after the host"))?;
+            let (host, rest) = r
+                .split_once('/')
+                .ok_or_else(|| err("no account after the host"))?;
             (Some(format!("http://{host}")), rest)
         } else if let Some(r) = u.strip_prefix("at+https://") {
-            let (host, rest) = r.split_once('/').ok_or_else(|| err("no account after the host"))?;
+            let (host, rest) = r
+                .split_once('/')
+                .ok_or_else(|| err("no account after the host"))?;
             (Some(format!("https://{host}")), rest)
         } else {
-            return Err(err("expected at://<handle-or-did>/<repo> or at+http://<host>/<handle-or-did>/<repo>"));
+            return Err(err(
+                "expected at://<handle-or-did>/<repo> or at+http://<host>/<handle-or-did>/<repo>",
+            ));
         };
         if let Some(p) = &pds {
             let host = &p[p.find("//").map_or(0, |i| i + 2)..];
@@ -75,7 +81,11 @@ pub fn check_account(a: &str) -> std::result::Result<(), String> {
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b".-_:%".contains(&b))
         });
-        return if ok { Ok(()) } else { Err(format!("{a:?} is not a DID")) };
+        return if ok {
+            Ok(())
+        } else {
+            Err(format!("{a:?} is not a DID"))
+        };
     }
     let labels: Vec<&str> = a.split('.').collect();
     let ok = labels.len() >= 2
@@ -87,7 +97,11 @@ pub fn check_account(a: &str) -> std::result::Result<(), String> {
                 && !l.ends_with('-')
                 && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
         });
-    if ok { Ok(()) } else { Err(format!("{a:?} is neither a DID nor a handle")) }
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{a:?} is neither a DID nor a handle"))
+    }
 }
 
 #[cfg(test)]
@@ -98,12 +112,23 @@ mod tests {
     #[test]
     fn forms() {
         let u = RemoteUrl::parse("at://alice.example.com/atbench").unwrap();
-        assert_eq!((u.pds, u.account.as_str(), u.repo.as_str()), (None, "alice.example.com", "atbench"));
+        assert_eq!(
+            (u.pds, u.account.as_str(), u.repo.as_str()),
+            (None, "alice.example.com", "atbench")
+        );
         let u = RemoteUrl::parse("at+http://127.0.0.1:2583/did:plc:abc/r.git").unwrap();
         assert_eq!(u.pds.as_deref(), Some("http://127.0.0.1:2583"));
         assert_eq!((u.account.as_str(), u.repo.as_str()), ("did:plc:abc", "r"));
         assert!(RemoteUrl::parse("at::at://did:web:x.y/r").is_ok());
-        for bad in ["https://x/y", "at://alice/r", "at://did:plc:x", "at://did:plc:x/a/b", "at+http:///did:plc:x/r", "at://did:plc:x/..", ""] {
+        for bad in [
+            "https://x/y",
+            "at://alice/r",
+            "at://did:plc:x",
+            "at://did:plc:x/a/b",
+            "at+http:///did:plc:x/r",
+            "at://did:plc:x/..",
+            "",
+        ] {
             assert!(RemoteUrl::parse(bad).is_err(), "{bad}");
         }
     }

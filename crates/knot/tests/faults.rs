@@ -16,20 +16,31 @@ use support::fault::{Action, FaultProxy, method};
 use support::{Pds, Sandbox, stderr, url};
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 /// Every ref of the repository names packs whose records exist and whose
 /// parts download and hash right.
 fn assert_complete(pds_url: &str, did: &str, repo: &str) -> usize {
     rt().block_on(async {
-        let mut r = Remote::open(&format!("at+{pds_url}/{did}/{repo}"), None).await.unwrap();
+        let mut r = Remote::open(&format!("at+{pds_url}/{did}/{repo}"), None)
+            .await
+            .unwrap();
         let refs = r.read_refs().await.unwrap();
         for (name, c) in &refs {
             for e in &c.record.packs {
-                let p = r.read_pack(&e.pack).await.unwrap_or_else(|err| panic!("{name}: {err}"));
+                let p = r
+                    .read_pack(&e.pack)
+                    .await
+                    .unwrap_or_else(|err| panic!("{name}: {err}"));
                 for part in &p.parts {
-                    r.pds.get_blob(&r.did, &part.cid, part.size).await.unwrap_or_else(|err| panic!("{name}: {err}"));
+                    r.pds
+                        .get_blob(&r.did, &part.cid, part.size)
+                        .await
+                        .unwrap_or_else(|err| panic!("{name}: {err}"));
                 }
             }
         }
@@ -64,7 +75,10 @@ fn corrupt_part_fails_the_fetch_and_leaves_the_clone_alone() {
     // The newest blob is the second push's only part: flip its bytes.
     let db = rusqlite::Connection::open(pds.db()).unwrap();
     let n = db
-        .execute("UPDATE blobs SET bytes = zeroblob(size) WHERE rowid = (SELECT max(rowid) FROM blobs)", [])
+        .execute(
+            "UPDATE blobs SET bytes = zeroblob(size) WHERE rowid = (SELECT max(rowid) FROM blobs)",
+            [],
+        )
         .unwrap();
     assert_eq!(n, 1);
     drop(db);
@@ -80,7 +94,11 @@ fn corrupt_part_fails_the_fetch_and_leaves_the_clone_alone() {
     // A fresh clone fails the same way, clearly.
     let o = sb.try_git(sb.home.path(), &["clone", &u, "c"]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("content hash mismatch"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("content hash mismatch"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -95,7 +113,13 @@ fn sigkill_mid_push_leaves_every_ref_complete() {
         Some(pds.url.clone()),
         Arc::new(move |p, body| {
             let want = h.lock().unwrap().clone();
-            if !want.is_empty() && method(p) == want.split('|').next().unwrap() && want.split('|').nth(1).is_none_or(|s| String::from_utf8_lossy(body).contains(s)) {
+            if !want.is_empty()
+                && method(p) == want.split('|').next().unwrap()
+                && want
+                    .split('|')
+                    .nth(1)
+                    .is_none_or(|s| String::from_utf8_lossy(body).contains(s))
+            {
                 r2.store(true, Ordering::SeqCst);
                 return Action::Hang;
             }
@@ -107,14 +131,24 @@ fn sigkill_mid_push_leaves_every_ref_complete() {
     sb.commit(&a, "f", "one\n");
     sb.git(&a, &["remote", "add", "origin", &u]);
     sb.git(&a, &["push", "-q", "origin", "main"]);
-    for point in ["com.atproto.repo.uploadBlob", "com.atproto.repo.putRecord|dev.atbench.knot.ref"] {
+    for point in [
+        "com.atproto.repo.uploadBlob",
+        "com.atproto.repo.putRecord|dev.atbench.knot.ref",
+    ] {
         sb.commit(&a, "f", &format!("{point}\n"));
         *hang_at.lock().unwrap() = point.to_owned();
         reached.store(false, Ordering::SeqCst);
-        let mut child = sb.cmd(&a, &["push", "-q", "origin", "main"]).stderr(std::process::Stdio::null()).spawn().unwrap();
+        let mut child = sb
+            .cmd(&a, &["push", "-q", "origin", "main"])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
         let t0 = std::time::Instant::now();
         while !reached.load(Ordering::SeqCst) {
-            assert!(t0.elapsed() < Duration::from_secs(30), "the push never reached {point}");
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "the push never reached {point}"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
         // The helper is git's child.
@@ -139,10 +173,20 @@ fn helper_child(root: u32) -> Option<i32> {
     let mut procs = Vec::new();
     for e in std::fs::read_dir("/proc").ok()? {
         let e = e.ok()?;
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-        let Some((comm, rest)) = stat.split_once(") ") else { continue };
-        let ppid: u32 = rest.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((comm, rest)) = stat.split_once(") ") else {
+            continue;
+        };
+        let ppid: u32 = rest
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
         procs.push((pid, ppid, comm.ends_with("(git-remote-at")));
     }
     let parent_of = |p: u32| procs.iter().find(|x| x.0 == p).map(|x| x.1);
@@ -165,11 +209,18 @@ fn rate_limit_mid_push_keeps_what_landed_and_names_the_rest() {
     let sb = Sandbox::new("limit.test");
     let limited = Arc::new(AtomicBool::new(true));
     let l2 = limited.clone();
-    let reset = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 3600;
+    let reset = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 3600;
     let proxy = FaultProxy::start(
         Some(pds.url.clone()),
         Arc::new(move |p, body| {
-            if l2.load(Ordering::SeqCst) && method(p) == "com.atproto.repo.putRecord" && String::from_utf8_lossy(body).contains("refs:heads:second") {
+            if l2.load(Ordering::SeqCst)
+                && method(p) == "com.atproto.repo.putRecord"
+                && String::from_utf8_lossy(body).contains("refs:heads:second")
+            {
                 return Action::Respond(
                     429,
                     vec![
@@ -180,7 +231,9 @@ fn rate_limit_mid_push_keeps_what_landed_and_names_the_rest() {
                         ("ratelimit-reset", reset.to_string()),
                         ("ratelimit-policy", "5000;w=3600".into()),
                     ],
-                    Bytes::from_static(br#"{"error":"RateLimitExceeded","message":"Rate Limit Exceeded"}"#),
+                    Bytes::from_static(
+                        br#"{"error":"RateLimitExceeded","message":"Rate Limit Exceeded"}"#,
+                    ),
                 );
             }
             Action::Forward
@@ -202,7 +255,10 @@ fn rate_limit_mid_push_keeps_what_landed_and_names_the_rest() {
     assert_complete(&pds.url, &did, "r");
     // Once the window is over, the same push lands the rest.
     limited.store(false, Ordering::SeqCst);
-    sb.git(&a, &["push", "-q", "origin", "main", "main:refs/heads/second"]);
+    sb.git(
+        &a,
+        &["push", "-q", "origin", "main", "main:refs/heads/second"],
+    );
     let ls = sb.git(&a, &["ls-remote", &url(&pds.url, &did, "r")]);
     assert!(ls.contains(&format!("{c1}\trefs/heads/second")), "{ls}");
 }
@@ -214,32 +270,52 @@ fn hostile_servers_give_typed_errors() {
     // Bad JSON.
     let p = case(|| Action::Respond(200, vec![], Bytes::from_static(b"{not json")));
     let x = Xrpc::new(&p.url, Duration::from_secs(10));
-    let e = rt.block_on(x.query("com.atproto.repo.listRecords", &[], None)).unwrap_err();
+    let e = rt
+        .block_on(x.query("com.atproto.repo.listRecords", &[], None))
+        .unwrap_err();
     assert!(matches!(e, KnotError::BadResponse { .. }), "{e}");
     // An error that is not JSON.
     let p = case(|| Action::Respond(500, vec![], Bytes::from_static(b"<html>oops")));
-    let e = rt.block_on(Xrpc::new(&p.url, Duration::from_secs(10)).query("x.y.z", &[], None)).unwrap_err();
+    let e = rt
+        .block_on(Xrpc::new(&p.url, Duration::from_secs(10)).query("x.y.z", &[], None))
+        .unwrap_err();
     assert!(matches!(e, KnotError::Xrpc { status: 500, .. }), "{e}");
     // uploadBlob naming another CID.
-    let p = case(|| Action::Respond(200, vec![], Bytes::from_static(br#"{"blob":{"$type":"blob","ref":{"$link":"bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku"},"mimeType":"x","size":5}}"#)));
-    let e = rt.block_on(Xrpc::new(&p.url, Duration::from_secs(10)).upload_blob(Bytes::from_static(b"hello"), "x", "t")).unwrap_err();
+    let p = case(|| {
+        Action::Respond(200, vec![], Bytes::from_static(br#"{"blob":{"$type":"blob","ref":{"$link":"bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku"},"mimeType":"x","size":5}}"#))
+    });
+    let e = rt
+        .block_on(Xrpc::new(&p.url, Duration::from_secs(10)).upload_blob(
+            Bytes::from_static(b"hello"),
+            "x",
+            "t",
+        ))
+        .unwrap_err();
     assert!(matches!(e, KnotError::HashMismatch { .. }), "{e}");
     // A part with the wrong bytes.
     let p = case(|| Action::Respond(200, vec![], Bytes::from_static(b"hellp")));
     let cid = knot::names::raw_cid(b"hello");
-    let e = rt.block_on(Xrpc::new(&p.url, Duration::from_secs(10)).get_blob("did:plc:x", &cid, 5)).unwrap_err();
+    let e = rt
+        .block_on(Xrpc::new(&p.url, Duration::from_secs(10)).get_blob("did:plc:x", &cid, 5))
+        .unwrap_err();
     assert!(matches!(e, KnotError::HashMismatch { .. }), "{e}");
     // Endless bodies stop at the bound for their kind (a part's size, the JSON cap).
     let p = case(|| Action::Endless);
     let x = Xrpc::new(&p.url, Duration::from_secs(60));
     let e = rt.block_on(x.get_blob("did:plc:x", &cid, 5)).unwrap_err();
     assert!(matches!(e, KnotError::TooLarge { limit: 5, .. }), "{e}");
-    let e = rt.block_on(x.query("com.atproto.repo.listRecords", &[], None)).unwrap_err();
+    let e = rt
+        .block_on(x.query("com.atproto.repo.listRecords", &[], None))
+        .unwrap_err();
     assert!(matches!(e, KnotError::TooLarge { .. }), "{e}");
     // A ref record that breaks its lexicon.
-    let p = case(|| Action::Respond(200, vec![], Bytes::from_static(br#"{"records":[{"uri":"at://did:plc:x/dev.atbench.knot.ref/r:refs:heads:main","cid":"bafyx","value":{"repo":"r","ref":"refs/heads/main","target":"nothex","packs":[]}}]}"#)));
+    let p = case(|| {
+        Action::Respond(200, vec![], Bytes::from_static(br#"{"records":[{"uri":"at://did:plc:x/dev.atbench.knot.ref/r:refs:heads:main","cid":"bafyx","value":{"repo":"r","ref":"refs/heads/main","target":"nothex","packs":[]}}]}"#))
+    });
     let e = rt.block_on(async {
-        let mut r = Remote::open(&format!("at+{}/did:plc:x/r", p.url), None).await.unwrap();
+        let mut r = Remote::open(&format!("at+{}/did:plc:x/r", p.url), None)
+            .await
+            .unwrap();
         r.read_refs().await.unwrap_err()
     });
     assert!(matches!(e, KnotError::Record { .. }), "{e}");
@@ -247,8 +323,14 @@ fn hostile_servers_give_typed_errors() {
     // Through git: a clone from a server answering garbage fails in words, without a panic.
     let sb = Sandbox::new("did:plc:x");
     let p = case(|| Action::Respond(200, vec![], Bytes::from_static(b"[1,2")));
-    let o = sb.try_git(sb.home.path(), &["clone", &url(&p.url, "did:plc:x", "r"), "x"]);
+    let o = sb.try_git(
+        sb.home.path(),
+        &["clone", &url(&p.url, "did:plc:x", "r"), "x"],
+    );
     assert!(!o.status.success());
     let e = stderr(&o);
-    assert!(e.contains("malformed answer") && !e.contains("panicked"), "{e}");
+    assert!(
+        e.contains("malformed answer") && !e.contains("panicked"),
+        "{e}"
+    );
 }

@@ -39,7 +39,16 @@ fn push_clone_fetch_force_delete_tags() {
     sb.git(&a, &["push", "-q", "origin", "main"]);
     sb.git(&b, &["fetch", "-q", "origin"]);
     assert_eq!(sb.rev(&b, "origin/main"), c2);
-    let packs = std::fs::read_dir(b.join(".git/objects/pack")).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "pack")).count();
+    let packs = std::fs::read_dir(b.join(".git/objects/pack"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "pack")
+        })
+        .count();
     assert_eq!(packs, 2, "the second fetch downloads only the new pack");
     // A no-op fetch moves nothing.
     sb.git(&b, &["fetch", "-q", "origin"]);
@@ -79,9 +88,15 @@ fn push_clone_fetch_force_delete_tags() {
     let o = sb.try_git(&b, &["push", "--dry-run", "origin", "main"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("would cost"), "{}", stderr(&o));
-    assert!(sb.git(&a, &["ls-remote", "origin", "refs/heads/main"]).starts_with(&c3));
+    assert!(
+        sb.git(&a, &["ls-remote", "origin", "refs/heads/main"])
+            .starts_with(&c3)
+    );
     sb.git(&b, &["push", "-q", "origin", "main"]);
-    assert!(sb.git(&a, &["ls-remote", "origin", "refs/heads/main"]).starts_with(&c4));
+    assert!(
+        sb.git(&a, &["ls-remote", "origin", "refs/heads/main"])
+            .starts_with(&c4)
+    );
 }
 
 #[test]
@@ -93,7 +108,10 @@ fn atomic_and_lease() {
     let a = sb.init("a");
     let c1 = sb.commit(&a, "f", "1\n");
     sb.git(&a, &["remote", "add", "origin", &u]);
-    sb.git(&a, &["push", "-q", "origin", "main", "main:refs/heads/side"]);
+    sb.git(
+        &a,
+        &["push", "-q", "origin", "main", "main:refs/heads/side"],
+    );
 
     // --atomic: both refs or neither.
     let b_dir = sb.path("b");
@@ -102,7 +120,10 @@ fn atomic_and_lease() {
     sb.git(&b_dir, &["push", "-q", "origin", "main"]);
     // `a` is behind on main: an atomic push of main (rejected) and side (fine) lands nothing.
     let c3 = sb.commit(&a, "h", "3\n");
-    let o = sb.try_git(&a, &["push", "--atomic", "origin", "main", "main:refs/heads/side"]);
+    let o = sb.try_git(
+        &a,
+        &["push", "--atomic", "origin", "main", "main:refs/heads/side"],
+    );
     assert!(!o.status.success());
     let ls = sb.git(&a, &["ls-remote", "origin"]);
     assert!(ls.contains(&format!("{c1}\trefs/heads/side")), "{ls}");
@@ -112,10 +133,17 @@ fn atomic_and_lease() {
     sb.git(&a, &["rebase", "-q", "origin/main"]);
     let c3b = sb.rev(&a, "HEAD");
     assert_ne!(c3, c3b);
-    let o = sb.try_git(&a, &["push", "--atomic", "origin", "main", "main:refs/heads/side"]);
+    let o = sb.try_git(
+        &a,
+        &["push", "--atomic", "origin", "main", "main:refs/heads/side"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let ls = sb.git(&a, &["ls-remote", "origin"]);
-    assert!(ls.contains(&format!("{c3b}\trefs/heads/side")) && ls.contains(&format!("{c3b}\trefs/heads/main")), "{ls}");
+    assert!(
+        ls.contains(&format!("{c3b}\trefs/heads/side"))
+            && ls.contains(&format!("{c3b}\trefs/heads/main")),
+        "{ls}"
+    );
 
     // --force-with-lease: refused when the remote moved since we looked.
     sb.git(&b_dir, &["fetch", "-q", "origin"]);
@@ -128,7 +156,10 @@ fn atomic_and_lease() {
     let lease = format!("--force-with-lease=main:{c3b}");
     let o = sb.try_git(&b_dir, &["push", &lease, "origin", "main"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(sb.git(&a, &["ls-remote", "origin", "refs/heads/main"]).starts_with(&c4));
+    assert!(
+        sb.git(&a, &["ls-remote", "origin", "refs/heads/main"])
+            .starts_with(&c4)
+    );
 }
 
 #[test]
@@ -151,8 +182,17 @@ fn two_clones_race_one_branch() {
         let hb = s.spawn(|| sb.try_git(&b, &["push", "origin", "main"]));
         (ha.join().unwrap(), hb.join().unwrap())
     });
-    assert!(oa.status.success() != ob.status.success(), "exactly one lands:\n{}\n{}", stderr(&oa), stderr(&ob));
-    let (loser, lost) = if oa.status.success() { (&b, &ob) } else { (&a, &oa) };
+    assert!(
+        oa.status.success() != ob.status.success(),
+        "exactly one lands:\n{}\n{}",
+        stderr(&oa),
+        stderr(&ob)
+    );
+    let (loser, lost) = if oa.status.success() {
+        (&b, &ob)
+    } else {
+        (&a, &oa)
+    };
     assert!(stderr(lost).contains("fetch first"), "{}", stderr(lost));
     sb.git(loser, &["fetch", "-q", "origin"]);
     sb.git(loser, &["rebase", "-q", "origin/main"]);
@@ -180,30 +220,49 @@ fn at_url_resolves_handle_and_did_document() {
         None,
         std::sync::Arc::new(move |p, _| {
             if p.uri.path() == format!("/{d2}") {
-                Action::Respond(200, vec![("content-type", "application/json".into())], body.clone())
+                Action::Respond(
+                    200,
+                    vec![("content-type", "application/json".into())],
+                    body.clone(),
+                )
             } else {
-                Action::Respond(404, vec![], Bytes::from_static(b"{\"message\":\"DID not registered\"}"))
+                Action::Respond(
+                    404,
+                    vec![],
+                    Bytes::from_static(b"{\"message\":\"DID not registered\"}"),
+                )
             }
         }),
     );
     let a = sb.init("a");
     let c1 = sb.commit(&a, "f", "1\n");
     let env = |c: &mut std::process::Command| {
-        c.env("KNOT_HANDLE_RESOLVER", &pds.url).env("KNOT_PLC_URL", &plc.url);
+        c.env("KNOT_HANDLE_RESOLVER", &pds.url)
+            .env("KNOT_PLC_URL", &plc.url);
     };
     let mut c = sb.cmd(&a, &["push", "at://ident.test/r", "main"]);
     env(&mut c);
     let o = c.output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let mut c = sb.cmd(sb.home.path(), &["clone", "-q", &format!("at://{did}/r"), "b"]);
+    let mut c = sb.cmd(
+        sb.home.path(),
+        &["clone", "-q", &format!("at://{did}/r"), "b"],
+    );
     env(&mut c);
     let o = c.output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(sb.rev(&sb.path("b"), "HEAD"), c1);
     // An unknown DID is a clear error.
-    let mut c = sb.cmd(sb.home.path(), &["clone", "at://did:plc:unknownunknownunknown/r", "c"]);
+    let mut c = sb.cmd(
+        sb.home.path(),
+        &["clone", "at://did:plc:unknownunknownunknown/r", "c"],
+    );
     env(&mut c);
     let o = c.output().unwrap();
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("cannot resolve did:plc:unknownunknownunknown"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot resolve did:plc:unknownunknownunknown"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -56,13 +56,19 @@ fn round_trips_per_operation() {
         ("delete", delete),
         ("fetch of one commit", fetch_one),
     ] {
-        eprintln!("{name:20} requests {:2} round trips {:2} connects {}", s.requests, s.round_trips, s.connects);
+        eprintln!(
+            "{name:20} requests {:2} round trips {:2} connects {}",
+            s.requests, s.round_trips, s.connects
+        );
     }
     assert!(warm_push.round_trips <= 3, "{warm_push:?}");
     assert_eq!(noop_fetch.round_trips, 1, "{noop_fetch:?}");
     // Two pushes so far: two packs of one part each.
     let parts = 2u64;
-    assert!(clone.round_trips <= 4 + parts.div_ceil(CONCURRENCY as u64), "{clone:?}");
+    assert!(
+        clone.round_trips <= 4 + parts.div_ceil(CONCURRENCY as u64),
+        "{clone:?}"
+    );
     assert_eq!(new_branch.round_trips, 1, "{new_branch:?}");
     assert_eq!(delete.round_trips, 1, "{delete:?}");
     assert!(fetch_one.round_trips <= 3, "{fetch_one:?}");

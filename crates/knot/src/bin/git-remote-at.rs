@@ -16,7 +16,11 @@ fn main() -> ExitCode {
         }
     };
     // git calls the helper with the scheme `at` stripped for `at::<url>`.
-    let url = if url.starts_with("at://") || url.starts_with("at+") { url } else { format!("at://{url}") };
+    let url = if url.starts_with("at://") || url.starts_with("at+") {
+        url
+    } else {
+        format!("at://{url}")
+    };
     let mut out = stdout().lock();
     match knot::helper::run(&url, BufReader::new(stdin().lock()), &mut out) {
         Ok(knot::helper::Exit::Done) => ExitCode::SUCCESS,

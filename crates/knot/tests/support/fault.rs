@@ -33,56 +33,91 @@ pub struct FaultProxy {
 
 impl FaultProxy {
     pub fn start(upstream: Option<String>, rule: Arc<Rule>) -> FaultProxy {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-        let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
         rt.spawn(async move {
             loop {
-                let Ok((sock, _)) = listener.accept().await else { continue };
+                let Ok((sock, _)) = listener.accept().await else {
+                    continue;
+                };
                 let (rule, upstream, client) = (rule.clone(), upstream.clone(), client.clone());
                 tokio::spawn(async move {
-                    let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                        let (rule, upstream, client) = (rule.clone(), upstream.clone(), client.clone());
-                        async move {
-                            let (parts, body) = req.into_parts();
-                            let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-                            let resp: Response<BoxBody<Bytes, Infallible>> = match rule(&parts, &body) {
-                                Action::Forward => {
-                                    let up = upstream.expect("a rule forwarded without an upstream");
-                                    let uri = format!("{up}{}", parts.uri.path_and_query().map_or("/", |p| p.as_str()));
-                                    let mut b = Request::builder().method(parts.method.clone()).uri(uri);
-                                    for (k, v) in &parts.headers {
-                                        if k != http::header::HOST {
-                                            b = b.header(k, v);
+                    let svc =
+                        hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                            let (rule, upstream, client) =
+                                (rule.clone(), upstream.clone(), client.clone());
+                            async move {
+                                let (parts, body) = req.into_parts();
+                                let body = body
+                                    .collect()
+                                    .await
+                                    .map(|b| b.to_bytes())
+                                    .unwrap_or_default();
+                                let resp: Response<BoxBody<Bytes, Infallible>> =
+                                    match rule(&parts, &body) {
+                                        Action::Forward => {
+                                            let up = upstream
+                                                .expect("a rule forwarded without an upstream");
+                                            let uri = format!(
+                                                "{up}{}",
+                                                parts
+                                                    .uri
+                                                    .path_and_query()
+                                                    .map_or("/", |p| p.as_str())
+                                            );
+                                            let mut b = Request::builder()
+                                                .method(parts.method.clone())
+                                                .uri(uri);
+                                            for (k, v) in &parts.headers {
+                                                if k != http::header::HOST {
+                                                    b = b.header(k, v);
+                                                }
+                                            }
+                                            let r = client
+                                                .request(b.body(Full::new(body)).unwrap())
+                                                .await
+                                                .unwrap();
+                                            let (p, b) = r.into_parts();
+                                            let b = b
+                                                .collect()
+                                                .await
+                                                .map(|b| b.to_bytes())
+                                                .unwrap_or_default();
+                                            Response::from_parts(p, Full::new(b).boxed())
                                         }
-                                    }
-                                    let r = client.request(b.body(Full::new(body)).unwrap()).await.unwrap();
-                                    let (p, b) = r.into_parts();
-                                    let b = b.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-                                    Response::from_parts(p, Full::new(b).boxed())
-                                }
-                                Action::Respond(status, headers, body) => {
-                                    let mut r = Response::builder().status(status);
-                                    for (k, v) in headers {
-                                        r = r.header(k, v);
-                                    }
-                                    r.body(Full::new(body).boxed()).unwrap()
-                                }
-                                Action::Hang => {
-                                    std::future::pending::<()>().await;
-                                    unreachable!()
-                                }
-                                Action::Endless => {
-                                    let chunk = Bytes::from(vec![b'7'; 64 << 10]);
-                                    let s = futures_util::stream::repeat_with(move || Ok::<_, Infallible>(Frame::data(chunk.clone())));
-                                    Response::new(BodyExt::boxed(StreamBody::new(s)))
-                                }
-                            };
-                            Ok::<_, Infallible>(resp)
-                        }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(sock), svc).await;
+                                        Action::Respond(status, headers, body) => {
+                                            let mut r = Response::builder().status(status);
+                                            for (k, v) in headers {
+                                                r = r.header(k, v);
+                                            }
+                                            r.body(Full::new(body).boxed()).unwrap()
+                                        }
+                                        Action::Hang => {
+                                            std::future::pending::<()>().await;
+                                            unreachable!()
+                                        }
+                                        Action::Endless => {
+                                            let chunk = Bytes::from(vec![b'7'; 64 << 10]);
+                                            let s = futures_util::stream::repeat_with(move || {
+                                                Ok::<_, Infallible>(Frame::data(chunk.clone()))
+                                            });
+                                            Response::new(BodyExt::boxed(StreamBody::new(s)))
+                                        }
+                                    };
+                                Ok::<_, Infallible>(resp)
+                            }
+                        });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(sock), svc)
+                        .await;
                 });
             }
         });

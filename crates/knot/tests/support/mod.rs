@@ -31,7 +31,11 @@ impl Pds {
         c.read_threads = 2;
         let server = xrpc::spawn(c).unwrap();
         let url = server.url();
-        Pds { server: Some(server), dir, url }
+        Pds {
+            server: Some(server),
+            dir,
+            url,
+        }
     }
 
     pub fn addr(&self) -> std::net::SocketAddr {
@@ -40,7 +44,10 @@ impl Pds {
 
     /// Creates an account; returns its DID.
     pub fn account(&self, handle: &str) -> String {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         rt.block_on(async {
             let x = Xrpc::new(&self.url, Duration::from_secs(30));
             let v = x
@@ -62,7 +69,10 @@ impl Pds {
 
 /// The directory holding `git-remote-at`, for PATH.
 pub fn helper_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_git-remote-at")).parent().unwrap().to_owned()
+    Path::new(env!("CARGO_BIN_EXE_git-remote-at"))
+        .parent()
+        .unwrap()
+        .to_owned()
 }
 
 /// A sandbox for git: its own HOME (no user config), the helper on PATH,
@@ -74,7 +84,10 @@ pub struct Sandbox {
 
 impl Sandbox {
     pub fn new(identifier: &str) -> Sandbox {
-        Sandbox { home: tempfile::tempdir().unwrap(), identifier: identifier.to_owned() }
+        Sandbox {
+            home: tempfile::tempdir().unwrap(),
+            identifier: identifier.to_owned(),
+        }
     }
 
     pub fn path(&self, name: &str) -> PathBuf {
@@ -83,7 +96,11 @@ impl Sandbox {
 
     pub fn cmd(&self, dir: &Path, args: &[&str]) -> Command {
         let mut c = Command::new("git");
-        let path = format!("{}:{}", helper_dir().display(), std::env::var("PATH").unwrap_or_default());
+        let path = format!(
+            "{}:{}",
+            helper_dir().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
         c.current_dir(dir)
             .args(args)
             .env("PATH", path)
@@ -131,7 +148,10 @@ impl Sandbox {
     pub fn commit(&self, dir: &Path, file: &str, content: &str) -> String {
         std::fs::write(dir.join(file), content).unwrap();
         self.git(dir, &["add", file]);
-        self.git(dir, &["commit", "-q", "-m", &format!("{file}: {}", content.len())]);
+        self.git(
+            dir,
+            &["commit", "-q", "-m", &format!("{file}: {}", content.len())],
+        );
         self.git(dir, &["rev-parse", "HEAD"])
     }
 
