@@ -82,6 +82,7 @@ pub async fn pack_and_upload(
     let mut parts_n = 0usize;
     let mut done = false;
     let mut first: Option<Bytes> = None;
+    let mut done_parts: Vec<(usize, Part)> = Vec::new();
     while !done {
         // The slot is taken before the buffer is filled: at most
         // `concurrency` parts uploading plus this one.
@@ -101,9 +102,9 @@ pub async fn pack_and_upload(
                 break;
             }
         }
-        // Fail early when an upload already failed.
+        // Collect finished uploads (failing early when one failed).
         while let Some(r) = uploads.try_join_next() {
-            r.map_err(|e| gerr(e.to_string()))??;
+            done_parts.push(r.map_err(|e| gerr(e.to_string()))??);
         }
         if buf.is_empty() {
             break;
@@ -169,8 +170,12 @@ pub async fn pack_and_upload(
         parts[0] = Some(Part { cid, size: len });
     }
     while let Some(r) = uploads.join_next().await {
-        let (i, p) = r.map_err(|e| gerr(e.to_string()))??;
-        parts[i] = Some(p);
+        done_parts.push(r.map_err(|e| gerr(e.to_string()))??);
+    }
+    for (i, p) in done_parts {
+        if let Some(slot) = parts.get_mut(i) {
+            *slot = Some(p);
+        }
     }
     let parts: Vec<Part> = if objects == 0 {
         Vec::new()

@@ -266,3 +266,33 @@ fn at_url_resolves_handle_and_did_document() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_pack_of_several_parts_round_trips() {
+    let pds = Pds::start();
+    let did = pds.account("parts.test");
+    let sb = Sandbox::new("parts.test");
+    let u = url(&pds.url, &did, "big");
+    let a = sb.init("a");
+    // 9 MiB of incompressible bytes: a pack of three 4 MiB parts.
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let bytes: Vec<u8> = (0..9 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(a.join("blob.bin"), &bytes).unwrap();
+    sb.git(&a, &["add", "blob.bin"]);
+    sb.git(&a, &["commit", "-q", "-m", "big"]);
+    sb.git(&a, &["remote", "add", "origin", &u]);
+    let o = sb.try_git(&a, &["push", "--progress", "origin", "main"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("uploading part 3"), "{}", stderr(&o));
+    sb.git(sb.home.path(), &["clone", "-q", &u, "b"]);
+    let b = sb.path("b");
+    assert_eq!(std::fs::read(b.join("blob.bin")).unwrap(), bytes);
+    sb.git(&b, &["fsck", "--no-progress"]);
+}
