@@ -227,7 +227,11 @@ impl Remote {
         let prefix = ref_prefix(&self.repo);
         let mut cursor = prefix.clone();
         let mut out = BTreeMap::new();
-        loop {
+        for page in 0.. {
+            // 100,000 refs at most: a server that pages forever is refused.
+            if page == 1000 {
+                return Err(KnotError::bad(OP, "more than 1000 pages of refs"));
+            }
             let v = self
                 .pds
                 .query(
