@@ -82,12 +82,14 @@
 //! | [`remote`] | one opened remote: identity, session, the record calls |
 //! | [`git`] | the local repository through git subprocesses |
 //! | [`upload`] | pack-objects streamed into uploaded parts |
-//! | [`push`] | the push batch: checks, points, CAS, atomic, leases |
+//! | [`push`] | the push batch: checks, points, CAS, leases |
+//! | `atomic` | `--atomic`: one `applyWrites` under `swapCommit` |
 //! | [`fetch`] | the packs a fetch lacks, streamed into index-pack |
 //! | [`helper`] | the gitremote-helpers protocol |
 //! | [`proxy`] | the latency proxy that counts requests and round trips (tests and `--bench knot`) |
 //! | [`error`] | [`KnotError`] |
 
+mod atomic;
 pub mod client;
 pub mod error;
 pub mod fetch;

@@ -8,7 +8,6 @@
 use std::collections::{BTreeMap, HashSet};
 
 use futures_util::future::join_all;
-use serde_json::{Value, json};
 
 use crate::error::{KnotError, RateLimit, Result};
 use crate::git;
@@ -80,21 +79,21 @@ pub struct PushOutcome {
     pub points: u32,
 }
 
-enum Verdict {
+pub(crate) enum Verdict {
     Go,
     UpToDate,
     Reject(&'static str),
 }
 
-struct Plan {
-    dst: String,
-    new: Option<String>,
-    force: bool,
-    lease: Option<Option<String>>,
+pub(crate) struct Plan {
+    pub(crate) dst: String,
+    pub(crate) new: Option<String>,
+    pub(crate) force: bool,
+    pub(crate) lease: Option<Option<String>>,
 }
 
 /// The check of `plan` against the remote's current target.
-fn verdict(p: &Plan, current: Option<&str>) -> Result<Verdict> {
+pub(crate) fn verdict(p: &Plan, current: Option<&str>) -> Result<Verdict> {
     if let Some(expected) = &p.lease
         && expected.as_deref() != current
     {
@@ -128,14 +127,14 @@ fn verdict(p: &Plan, current: Option<&str>) -> Result<Verdict> {
     Ok(Verdict::Go)
 }
 
-fn is_rate_limit(e: &KnotError) -> Option<RateLimit> {
+pub(crate) fn is_rate_limit(e: &KnotError) -> Option<RateLimit> {
     match e {
         KnotError::RateLimited { limit, .. } => Some((**limit).clone()),
         _ => None,
     }
 }
 
-fn invalid_swap(e: &KnotError) -> Option<&str> {
+pub(crate) fn invalid_swap(e: &KnotError) -> Option<&str> {
     match e {
         KnotError::Xrpc { error, message, .. } if error == "InvalidSwap" => Some(message),
         _ => None,
@@ -380,7 +379,7 @@ pub async fn push(
     };
 
     if opts.atomic {
-        atomic(
+        crate::atomic::atomic(
             remote,
             &plans,
             &mut status,
@@ -537,135 +536,6 @@ async fn write_ref(
         }
     }
     RefResult::Failed("the ref kept moving; try again".into())
-}
-
-/// `--atomic`: the current commit, the refs as of it, one `applyWrites`
-/// under `swapCommit`; a moved commit starts over (without uploading again).
-#[allow(clippy::too_many_arguments)]
-async fn atomic(
-    remote: &mut Remote,
-    plans: &[(usize, Plan)],
-    status: &mut [Option<std::result::Result<(), String>>],
-    pack: Option<&PackRecord>,
-    entries_for: &dyn Fn(&str) -> Vec<PackEntry>,
-    head: Option<String>,
-    now: &str,
-    out: &mut PushOutcome,
-) -> Result<()> {
-    let mut with_pack = pack.is_some();
-    for _ in 0..8 {
-        let commit = remote.latest_commit().await?;
-        let refs = remote.read_refs().await?;
-        let repo = remote.read_repo().await?;
-        let mut writes: Vec<Value> = Vec::new();
-        let mut landed: Vec<(usize, String, Option<RefRecord>)> = Vec::new();
-        if let (true, Some(p)) = (with_pack, pack) {
-            writes.push(json!({"$type": "com.atproto.repo.applyWrites#create", "collection": PACK_NSID,
-                               "rkey": pack_rkey(&remote.repo, &p.sha256), "value": p.to_value(now)}));
-        }
-        if let (Some(h), None) = (&head, &repo.head) {
-            let rec = RepoRecord {
-                name: remote.repo.clone(),
-                head: h.clone(),
-                object_format: "sha1".into(),
-            };
-            writes.push(
-                json!({"$type": "com.atproto.repo.applyWrites#create", "collection": REPO_NSID,
-                               "rkey": remote.repo, "value": rec.to_value(now)}),
-            );
-        }
-        let first_ref = writes.len();
-        let mut rejected = None;
-        for (i, p) in plans {
-            let cur = refs.get(&p.dst);
-            match verdict(p, cur.map(|c| c.record.target.as_str()))? {
-                Verdict::Reject(why) => {
-                    rejected = Some((*i, why));
-                    break;
-                }
-                Verdict::UpToDate => status[*i] = Some(Ok(())),
-                Verdict::Go => {
-                    let rkey = ref_rkey(&remote.repo, &p.dst);
-                    match &p.new {
-                        Some(new) => {
-                            let rec = RefRecord {
-                                repo: remote.repo.clone(),
-                                name: p.dst.clone(),
-                                target: new.clone(),
-                                previous: cur.map(|c| c.record.target.clone()),
-                                packs: entries_for(new),
-                            };
-                            let kind = if cur.is_some() { "update" } else { "create" };
-                            writes.push(json!({"$type": format!("com.atproto.repo.applyWrites#{kind}"),
-                                               "collection": REF_NSID, "rkey": rkey, "value": rec.to_value()}));
-                            landed.push((*i, p.dst.clone(), Some(rec)));
-                        }
-                        None => {
-                            writes.push(json!({"$type": "com.atproto.repo.applyWrites#delete", "collection": REF_NSID, "rkey": rkey}));
-                            landed.push((*i, p.dst.clone(), None));
-                        }
-                    }
-                }
-            }
-        }
-        if let Some((ri, why)) = rejected {
-            for (i, _) in plans {
-                status[*i] = Some(Err(if *i == ri {
-                    why.to_owned()
-                } else {
-                    "atomic push failed".to_owned()
-                }));
-            }
-            return Ok(());
-        }
-        if landed.is_empty() {
-            return Ok(());
-        }
-        match remote.apply_writes(writes, &commit).await {
-            Ok(cids) => {
-                if head.is_some() && repo.head.is_none() {
-                    remote.state.repo = Some(CachedRepo { head: head.clone() });
-                }
-                let cache = remote.state.refs.get_or_insert_with(BTreeMap::new);
-                for ((i, dst, rec), cid) in landed.into_iter().zip(cids.into_iter().skip(first_ref))
-                {
-                    match (rec, cid) {
-                        (Some(record), Some(cid)) => {
-                            cache.insert(dst, CachedRef { cid, record });
-                        }
-                        _ => {
-                            cache.remove(&dst);
-                        }
-                    }
-                    status[i] = Some(Ok(()));
-                }
-                return Ok(());
-            }
-            Err(e) if invalid_swap(&e).is_some() => continue,
-            Err(e) if with_pack && e.to_string().contains("already exists") => {
-                // The same pack was pushed before: its record stands.
-                with_pack = false;
-                continue;
-            }
-            Err(e) => {
-                if let Some(l) = is_rate_limit(&e) {
-                    let msg = format!("rate limited; push again {}", l.when());
-                    out.rate_limited = Some(l);
-                    for (i, _) in plans {
-                        if status[*i].is_none() {
-                            status[*i] = Some(Err(msg.clone()));
-                        }
-                    }
-                    return Ok(());
-                }
-                return Err(e);
-            }
-        }
-    }
-    for (i, _) in plans {
-        status[*i] = Some(Err("the repository kept moving; try again".into()));
-    }
-    Ok(())
 }
 
 #[cfg(test)]
