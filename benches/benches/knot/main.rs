@@ -1,0 +1,102 @@
+//! `--bench knot`: git hosted in a PDS (`crates/knot`, `spec/knot.md`):
+//! real `git` driving the `git-remote-at` helper (as `knot_bench_helper`,
+//! the same code, linked on PATH) against atpds in this process, through
+//! the latency proxy ([`knot::proxy`]) at RTT 0 and 50 ms.
+//!
+//! Groups, in run order, on one store under `BENCH_DIR`:
+//! - `knot.clone`, `knot.noop_fetch`, `knot.fetch_one`, `knot.push_one`,
+//!   `knot.new_branch`, `knot.delete` (`ops.rs`): cold and warm at each RTT;
+//! - `knot.writers` (`writers.rs`): 1, 4, 16 writers on one branch at 50 ms
+//!   (1 and 4 under `--test`);
+//! - `knot.large_push`, `knot.large_clone` (`large.rs`): generated
+//!   repositories of 10 and 100 MiB (250 MiB in the full preset; 10 MiB
+//!   only under `--test`), with the helper's peak RSS.
+//!
+//! Requests, round trips and connects per id (from the proxy), landed
+//! pushes and retries, and the peak RSS per size go to the run context
+//! (`context/knot.json`) and stderr: Criterion has no column for them.
+//!
+//! Peer rows (`official-pds.cold` / `official-pds.warm`: the same helper
+//! in front of `@atproto/pds` 0.4.217 as a full server) come from
+//! `peers/official-pds-server`, prepared on another branch; until it
+//! lands, `BENCH_PEERS=1` prints why they are skipped (and
+//! `BENCH_REQUIRE_LIVE=1` fails).
+
+use std::time::Duration;
+
+use benches::config::Preset;
+use benches::target::{BenchTarget, Budget};
+
+mod fixture;
+mod large;
+mod ops;
+mod writers;
+
+/// The hook where the official PDS's rows will run.
+fn peer_rows(target: &mut BenchTarget) {
+    if std::env::var("BENCH_PEERS").is_ok_and(|v| v == "1") {
+        let reason =
+            "the official PDS as a full server (peers/official-pds-server) is not in this tree yet";
+        assert!(
+            !std::env::var("BENCH_REQUIRE_LIVE").is_ok_and(|v| v == "1"),
+            "BENCH_REQUIRE_LIVE=1: {reason}"
+        );
+        for g in ops::GROUPS {
+            for imp in ["official-pds.cold", "official-pds.warm"] {
+                if g != "knot.clone" || imp.ends_with("cold") {
+                    target.skip_rows(g, imp, reason);
+                }
+            }
+        }
+    }
+}
+
+fn main() {
+    let mut target = BenchTarget::new(
+        "knot",
+        Budget {
+            full_min: 12.0,
+            quick_min: 5.0,
+        },
+    );
+    let smoke = target.is_smoke();
+    let dir = benches::sidecar::scratch_dir("knot");
+    let f = fixture::Fixture::start(dir.path());
+    let rtts = [Duration::ZERO, Duration::from_millis(50)];
+    let sizes: &[usize] = if smoke {
+        &[10]
+    } else if target.preset() == Preset::Full {
+        &[10, 100, 250]
+    } else {
+        &[10, 100]
+    };
+    benches::sidecar::context(
+        "knot_setup",
+        serde_json::json!({
+            "store_dir": dir.path().display().to_string(),
+            "rtts_ms": [0, 50],
+            "large_sizes_mib": sizes,
+            "concurrency": knot::helper::CONCURRENCY,
+            "part_bytes": knot::records::PART_SIZE,
+            "client": "git (real processes) + git-remote-at, one helper process per git command; atpds in this process behind knot::proxy",
+        }),
+    );
+    if ops::GROUPS.iter().any(|g| target.may_run(g)) {
+        ops::run(&mut target, &f, &rtts);
+    }
+    if target.may_run("knot.writers") {
+        // 16 writers take one rebase round per landed push: not in the smoke run.
+        let writers: &[usize] = if smoke { &[1, 4] } else { &[1, 4, 16] };
+        writers::run(&mut target, &f, Duration::from_millis(50), writers);
+    }
+    if target.may_run("knot.large_push") || target.may_run("knot.large_clone") {
+        large::run(&mut target, &f, sizes);
+    }
+    peer_rows(&mut target);
+    let counts = f.counts.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    for (id, v) in &counts {
+        eprintln!("atbench: {id}: {v}");
+    }
+    benches::sidecar::context("knot", serde_json::to_value(&counts).unwrap_or_default());
+    target.finish();
+}

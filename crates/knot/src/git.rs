@@ -1,0 +1,114 @@
+//! The local repository, through `git` subprocesses (the helper runs with
+//! `GIT_DIR` set by git): resolving names, object presence, ancestry.
+//! Packs move through `git pack-objects` and `git index-pack` streams in
+//! `push.rs` and `fetch.rs`.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use crate::error::{KnotError, Result};
+
+fn gerr(cmd: &str, why: impl Into<String>) -> KnotError {
+    KnotError::Git {
+        cmd: cmd.to_owned(),
+        why: why.into(),
+    }
+}
+
+/// Runs `git args…`, returns its stdout (trimmed).
+pub fn run(args: &[&str]) -> Result<String> {
+    let out = Command::new("git")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| gerr(args.first().copied().unwrap_or(""), e.to_string()))?;
+    if !out.status.success() {
+        return Err(gerr(
+            &args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// The object id `name` names locally (not peeled: a tag stays its tag
+/// object).
+pub fn rev_parse(name: &str) -> Result<String> {
+    run(&[
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        &format!("{name}^{{object}}"),
+    ])
+    .map_err(|_| {
+        gerr(
+            "rev-parse",
+            format!("src refspec {name} does not match any"),
+        )
+    })
+}
+
+/// Which of `oids` the local repository holds, in one `cat-file
+/// --batch-check`.
+pub fn have(oids: &[&str]) -> Result<Vec<bool>> {
+    if oids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut child = Command::new("git")
+        .args(["cat-file", "--batch-check=%(objectname)"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| gerr("cat-file", e.to_string()))?;
+    let mut input = String::with_capacity(oids.len() * 41);
+    for o in oids {
+        input.push_str(o);
+        input.push('\n');
+    }
+    // Written from a thread: a long list would otherwise fill both pipes.
+    let mut stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| gerr("cat-file", "no stdin"))?;
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child
+        .wait_with_output()
+        .map_err(|e| gerr("cat-file", e.to_string()))?;
+    let _ = writer.join();
+    if !out.status.success() {
+        return Err(gerr(
+            "cat-file",
+            String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        ));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() != oids.len() {
+        return Err(gerr("cat-file", "answered a different number of lines"));
+    }
+    Ok(lines.iter().map(|l| !l.ends_with(" missing")).collect())
+}
+
+/// Whether `a` is an ancestor of (or equal to) `b`.
+pub fn is_ancestor(a: &str, b: &str) -> Result<bool> {
+    let st = Command::new("git")
+        .args(["merge-base", "--is-ancestor", a, b])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| gerr("merge-base", e.to_string()))?;
+    match st.code() {
+        Some(0) => Ok(true),
+        Some(1) => Ok(false),
+        _ => Err(gerr("merge-base", format!("--is-ancestor {a} {b} failed"))),
+    }
+}
+
+/// The local symbolic ref HEAD points to, if any.
+pub fn local_head() -> Option<String> {
+    run(&["symbolic-ref", "-q", "HEAD"])
+        .ok()
+        .filter(|s| s.starts_with("refs/"))
+}

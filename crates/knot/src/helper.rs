@@ -1,0 +1,273 @@
+//! The gitremote-helpers protocol on stdin/stdout: `capabilities`,
+//! `option`, `list`, `list for-push`, `fetch` and `push` batches. stdout
+//! is the wire; everything for the user goes to stderr, in git's words.
+//!
+//! `list for-push` answers from the warm state when there is one (the ref
+//! writes that follow are compare-and-swaps on the cached CIDs, so a
+//! stale answer costs a retry, never a lost update); `list` always reads
+//! the refs (one request), and the repository record (HEAD) when it is
+//! not cached.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+
+use crate::error::{KnotError, Result};
+use crate::fetch;
+use crate::push::{PushCmd, PushOptions, push};
+use crate::remote::Remote;
+
+/// Parts downloaded or uploaded at once.
+pub const CONCURRENCY: usize = 4;
+
+/// How a helper run ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// Everything asked was done (or refused per ref, as git reports).
+    Done,
+    /// A rate limit stopped a push: exit non-zero.
+    RateLimited,
+}
+
+#[derive(Default)]
+struct Opts {
+    progress: bool,
+    verbosity: u32,
+    push: PushOptions,
+}
+
+fn unquote(v: &str) -> String {
+    let v = v.trim();
+    v.strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'))
+        .unwrap_or(v)
+        .replace("\\\\", "\\")
+}
+
+fn set_option(o: &mut Opts, name: &str, value: &str) -> &'static str {
+    let b = value == "true";
+    match name {
+        "progress" => o.progress = b,
+        "verbosity" => o.verbosity = value.parse().unwrap_or(1),
+        "dry-run" => o.push.dry_run = b,
+        "atomic" => o.push.atomic = b,
+        "cloning" | "check-connectivity" | "followtags" => {}
+        "cas" => {
+            let v = unquote(value);
+            let Some((r, oid)) = v.rsplit_once(':') else {
+                return "error cas without ':'";
+            };
+            let expected =
+                (!oid.is_empty() && !oid.bytes().all(|c| c == b'0')).then(|| oid.to_owned());
+            o.push.cas.insert(r.to_owned(), expected);
+        }
+        _ => return "unsupported",
+    }
+    "ok"
+}
+
+/// Runs the protocol for `url` until git closes stdin.
+pub fn run(url: &str, input: impl BufRead, output: &mut impl Write) -> Result<Exit> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| KnotError::io("runtime", e))?;
+    let git_dir = std::env::var_os("GIT_DIR").map(PathBuf::from);
+    let mut remote: Option<Remote> = None;
+    let mut opts = Opts {
+        verbosity: 1,
+        ..Opts::default()
+    };
+    opts.push.concurrency = CONCURRENCY;
+    let mut exit = Exit::Done;
+    let mut lines = input.lines();
+    let w = |output: &mut dyn Write, s: &str| -> Result<()> {
+        output
+            .write_all(s.as_bytes())
+            .and_then(|()| output.flush())
+            .map_err(|e| KnotError::io("stdout", e))
+    };
+    macro_rules! remote {
+        () => {{
+            if remote.is_none() {
+                remote = Some(rt.block_on(Remote::open(url, git_dir.as_deref()))?);
+            }
+            remote
+                .as_mut()
+                .ok_or_else(|| KnotError::Protocol("no remote".into()))?
+        }};
+    }
+    while let Some(line) = lines.next() {
+        let line = line.map_err(|e| KnotError::io("stdin", e))?;
+        if line.is_empty() {
+            break;
+        }
+        if line == "capabilities" {
+            w(output, "fetch\npush\noption\n\n")?;
+        } else if let Some(rest) = line.strip_prefix("option ") {
+            let (name, value) = rest.split_once(' ').unwrap_or((rest, ""));
+            let answer = set_option(&mut opts, name, value);
+            opts.push.progress = opts.progress && opts.verbosity > 0;
+            w(output, &format!("{answer}\n"))?;
+        } else if line == "list" || line == "list for-push" {
+            let for_push = line == "list for-push";
+            let r = remote!();
+            let text = rt.block_on(async {
+                let refs = match (&r.state.refs, for_push) {
+                    (Some(c), true) => c.clone(),
+                    _ => r.read_refs().await?,
+                };
+                let head = match r
+                    .state
+                    .repo
+                    .clone()
+                    .filter(|h| h.head.is_some() || for_push)
+                {
+                    Some(h) => h,
+                    None => r.read_repo().await?,
+                };
+                r.save().await?;
+                let mut s = String::new();
+                for (name, c) in &refs {
+                    s.push_str(&format!("{} {name}\n", c.record.target));
+                }
+                if let Some(h) = head.head.filter(|h| refs.contains_key(h)) {
+                    s.push_str(&format!("@{h} HEAD\n"));
+                }
+                s.push('\n');
+                Ok::<_, KnotError>(s)
+            })?;
+            w(output, &text)?;
+        } else if line.starts_with("fetch ") {
+            let mut wants = Vec::new();
+            let mut l = Some(line);
+            while let Some(cur) = l.filter(|s| !s.is_empty()) {
+                let rest = cur
+                    .strip_prefix("fetch ")
+                    .ok_or_else(|| KnotError::Protocol(format!("{cur:?} inside a fetch batch")))?;
+                let (oid, name) = rest
+                    .split_once(' ')
+                    .ok_or_else(|| KnotError::Protocol(format!("{cur:?}")))?;
+                wants.push((oid.to_owned(), name.to_owned()));
+                l = lines
+                    .next()
+                    .transpose()
+                    .map_err(|e| KnotError::io("stdin", e))?;
+            }
+            let progress = opts.progress && opts.verbosity > 0;
+            let r = remote!();
+            rt.block_on(async {
+                fetch::fetch(r, &wants, CONCURRENCY, progress).await?;
+                r.save().await
+            })?;
+            w(output, "\n")?;
+        } else if line.starts_with("push ") {
+            let mut cmds = Vec::new();
+            let mut l = Some(line);
+            while let Some(cur) = l.filter(|s| !s.is_empty()) {
+                let rest = cur
+                    .strip_prefix("push ")
+                    .ok_or_else(|| KnotError::Protocol(format!("{cur:?} inside a push batch")))?;
+                cmds.push(PushCmd::parse(rest)?);
+                l = lines
+                    .next()
+                    .transpose()
+                    .map_err(|e| KnotError::io("stdin", e))?;
+            }
+            let popts = opts.push.clone();
+            let r = remote!();
+            let outcome = rt.block_on(async {
+                let o = push(r, cmds, &popts).await;
+                // The state is kept even when the push failed half-way:
+                // what landed is cached.
+                let saved = r.save().await;
+                let o = o?;
+                saved.map(|()| o)
+            })?;
+            let mut s = String::new();
+            for (dst, st) in &outcome.statuses {
+                match st {
+                    Ok(()) => s.push_str(&format!("ok {dst}\n")),
+                    Err(why) => s.push_str(&format!("error {dst} {why}\n")),
+                }
+            }
+            s.push('\n');
+            if let Some(l) = &outcome.rate_limited {
+                let pushed: Vec<&str> = outcome
+                    .statuses
+                    .iter()
+                    .filter(|(_, s)| s.is_ok())
+                    .map(|(d, _)| d.as_str())
+                    .collect();
+                let not: Vec<&str> = outcome
+                    .statuses
+                    .iter()
+                    .filter(|(_, s)| s.is_err())
+                    .map(|(d, _)| d.as_str())
+                    .collect();
+                eprintln!(
+                    "knot: the PDS rate-limited this push ({}).\nknot: pushed: {}\nknot: not pushed: {}\nknot: push again {}",
+                    l.message,
+                    if pushed.is_empty() {
+                        "(none)".to_owned()
+                    } else {
+                        pushed.join(", ")
+                    },
+                    if not.is_empty() {
+                        "(none)".to_owned()
+                    } else {
+                        not.join(", ")
+                    },
+                    l.when()
+                );
+                exit = Exit::RateLimited;
+            }
+            w(output, &s)?;
+        } else {
+            return Err(KnotError::Protocol(format!("unknown command {line:?}")));
+        }
+    }
+    Ok(exit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options() {
+        let mut o = Opts::default();
+        assert_eq!(set_option(&mut o, "dry-run", "true"), "ok");
+        assert!(o.push.dry_run);
+        assert_eq!(
+            set_option(
+                &mut o,
+                "cas",
+                "\"refs/heads/main:0000000000000000000000000000000000000000\""
+            ),
+            "ok"
+        );
+        assert_eq!(o.push.cas.get("refs/heads/main"), Some(&None));
+        assert_eq!(
+            set_option(&mut o, "cas", &format!("refs/heads/x:{}", "a".repeat(40))),
+            "ok"
+        );
+        assert_eq!(o.push.cas.get("refs/heads/x"), Some(&Some("a".repeat(40))));
+        assert_eq!(set_option(&mut o, "depth", "1"), "unsupported");
+    }
+
+    #[test]
+    fn capabilities_without_a_server() {
+        let mut out = Vec::new();
+        let r = run(
+            "at+http://127.0.0.1:1/did:plc:x/r",
+            "capabilities\noption progress false\n\n".as_bytes(),
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(r, Exit::Done);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "fetch\npush\noption\n\nok\n"
+        );
+    }
+}

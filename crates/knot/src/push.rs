@@ -1,0 +1,559 @@
+//! `push`: the fast-forward checks git cannot make, the pack streamed into
+//! blob parts (`upload.rs`), the pack record, then each ref record under
+//! compare-and-swap (or, with `--atomic`, every write in one `applyWrites`
+//! guarded by `swapCommit`). A failed swap re-reads the ref, checks again
+//! and retries without uploading again. Write points are announced before
+//! anything is written; a rate limit keeps what landed and names the rest.
+
+use std::collections::{BTreeMap, HashSet};
+
+use futures_util::future::join_all;
+
+use crate::error::{KnotError, RateLimit, Result};
+use crate::git;
+use crate::names::{pack_rkey, ref_rkey};
+use crate::records::{
+    PACK_NSID, PackEntry, PackRecord, REF_NSID, REPO_NSID, RefRecord, RepoRecord,
+};
+use crate::remote::{Remote, Swap, swap_cid_from_message};
+use crate::state::{CachedRef, CachedRepo};
+use crate::upload::{Uploaded, pack_and_upload};
+
+/// One `push [+]<src>:<dst>` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushCmd {
+    /// `+`.
+    pub force: bool,
+    /// The local source; `None` deletes `dst`.
+    pub src: Option<String>,
+    /// The remote ref.
+    pub dst: String,
+}
+
+impl PushCmd {
+    /// Parses the argument of a `push` line.
+    pub fn parse(arg: &str) -> Result<PushCmd> {
+        let (force, rest) = match arg.strip_prefix('+') {
+            Some(r) => (true, r),
+            None => (false, arg),
+        };
+        let (src, dst) = rest
+            .rsplit_once(':')
+            .ok_or_else(|| KnotError::Protocol(format!("push {arg:?}: no ':'")))?;
+        if !dst.starts_with("refs/") {
+            return Err(KnotError::Protocol(format!(
+                "push {arg:?}: destination is not a full ref name"
+            )));
+        }
+        Ok(PushCmd {
+            force,
+            src: (!src.is_empty()).then(|| src.to_owned()),
+            dst: dst.to_owned(),
+        })
+    }
+}
+
+/// Options git set before the batch.
+#[derive(Debug, Clone, Default)]
+pub struct PushOptions {
+    /// `--dry-run`.
+    pub dry_run: bool,
+    /// `--atomic`.
+    pub atomic: bool,
+    /// `--force-with-lease`: the expected remote value per ref (`None`: must not exist).
+    pub cas: BTreeMap<String, Option<String>>,
+    /// Progress on stderr.
+    pub progress: bool,
+    /// Uploads in flight.
+    pub concurrency: usize,
+}
+
+/// What happened to each ref, in the order of the batch.
+#[derive(Debug, Default)]
+pub struct PushOutcome {
+    /// `(dst, Ok)` or `(dst, Err(reason in git's words))`.
+    pub statuses: Vec<(String, std::result::Result<(), String>)>,
+    /// Set when a rate limit stopped the push.
+    pub rate_limited: Option<RateLimit>,
+    /// The write points the push was announced to cost.
+    pub points: u32,
+}
+
+pub(crate) enum Verdict {
+    Go,
+    UpToDate,
+    Reject(&'static str),
+}
+
+pub(crate) struct Plan {
+    pub(crate) dst: String,
+    pub(crate) new: Option<String>,
+    pub(crate) force: bool,
+    pub(crate) lease: Option<Option<String>>,
+}
+
+/// The check of `plan` against the remote's current target.
+pub(crate) fn verdict(p: &Plan, current: Option<&str>) -> Result<Verdict> {
+    if let Some(expected) = &p.lease
+        && expected.as_deref() != current
+    {
+        return Ok(Verdict::Reject("stale info"));
+    }
+    let Some(new) = &p.new else {
+        return Ok(if current.is_none() {
+            Verdict::UpToDate
+        } else {
+            Verdict::Go
+        });
+    };
+    if current == Some(new.as_str()) {
+        return Ok(Verdict::UpToDate);
+    }
+    if p.lease.is_some() || p.force {
+        return Ok(Verdict::Go);
+    }
+    let Some(cur) = current else {
+        return Ok(Verdict::Go);
+    };
+    if p.dst.starts_with("refs/tags/") {
+        return Ok(Verdict::Reject("already exists"));
+    }
+    if !git::have(&[cur])?[0] {
+        return Ok(Verdict::Reject("fetch first"));
+    }
+    if !git::is_ancestor(cur, new)? {
+        return Ok(Verdict::Reject("non-fast forward"));
+    }
+    Ok(Verdict::Go)
+}
+
+pub(crate) fn is_rate_limit(e: &KnotError) -> Option<RateLimit> {
+    match e {
+        KnotError::RateLimited { limit, .. } => Some((**limit).clone()),
+        _ => None,
+    }
+}
+
+pub(crate) fn invalid_swap(e: &KnotError) -> Option<&str> {
+    match e {
+        KnotError::Xrpc { error, message, .. } if error == "InvalidSwap" => Some(message),
+        _ => None,
+    }
+}
+
+enum RefResult {
+    Landed(Option<CachedRef>),
+    Rejected(&'static str),
+    Limited(RateLimit),
+    Failed(String),
+}
+
+/// Pushes the batch.
+pub async fn push(
+    remote: &mut Remote,
+    cmds: Vec<PushCmd>,
+    opts: &PushOptions,
+) -> Result<PushOutcome> {
+    let refs = match remote.state.refs.clone() {
+        Some(r) => r,
+        None => remote.read_refs().await?,
+    };
+    let repo = match remote.state.repo.clone() {
+        Some(r) => r,
+        None => remote.read_repo().await?,
+    };
+    let mut out = PushOutcome::default();
+    let mut plans: Vec<(usize, Plan)> = Vec::new();
+    let mut status: Vec<Option<std::result::Result<(), String>>> = vec![None; cmds.len()];
+    for (i, c) in cmds.iter().enumerate() {
+        let new = match &c.src {
+            Some(s) => match git::rev_parse(s) {
+                Ok(o) => Some(o),
+                Err(e) => {
+                    status[i] = Some(Err(e.to_string()));
+                    continue;
+                }
+            },
+            None => None,
+        };
+        let plan = Plan {
+            dst: c.dst.clone(),
+            new,
+            force: c.force,
+            lease: opts.cas.get(&c.dst).cloned(),
+        };
+        let current = refs.get(&c.dst).map(|r| r.record.target.as_str());
+        match verdict(&plan, current)? {
+            Verdict::Go => plans.push((i, plan)),
+            Verdict::UpToDate => status[i] = Some(Ok(())),
+            Verdict::Reject(why) => status[i] = Some(Err(why.to_owned())),
+        }
+    }
+    let finish = |status: Vec<Option<std::result::Result<(), String>>>, out: &mut PushOutcome| {
+        out.statuses = cmds
+            .iter()
+            .zip(status)
+            .map(|(c, s)| (c.dst.clone(), s.unwrap_or_else(|| Err("not pushed".into()))))
+            .collect();
+    };
+    if opts.atomic && status.iter().any(|s| matches!(s, Some(Err(_)))) {
+        for (i, _) in &plans {
+            status[*i] = Some(Err("atomic push failed".into()));
+        }
+        finish(status, &mut out);
+        return Ok(out);
+    }
+    if plans.is_empty() {
+        finish(status, &mut out);
+        return Ok(out);
+    }
+
+    // Objects: every new target minus what the remote's refs reach.
+    let remote_targets: Vec<&str> = refs.values().map(|r| r.record.target.as_str()).collect();
+    let present = git::have(&remote_targets)?;
+    let positives: Vec<String> = {
+        let mut seen = HashSet::new();
+        plans
+            .iter()
+            .filter_map(|(_, p)| p.new.clone())
+            .filter(|n| seen.insert(n.clone()))
+            .collect()
+    };
+    let needs_pack = positives
+        .iter()
+        .any(|p| !remote_targets.contains(&p.as_str()));
+    // Negatives: the remote tips the new targets build on (all present
+    // ones when the check would take too many git calls).
+    let candidates: Vec<&CachedRef> = refs
+        .values()
+        .zip(&present)
+        .filter(|(_, h)| **h)
+        .map(|(r, _)| r)
+        .collect();
+    let few = candidates.len() * positives.len() <= 64;
+    let mut base: Vec<&CachedRef> = Vec::new();
+    for r in candidates {
+        if !few
+            || positives
+                .iter()
+                .any(|p| git::is_ancestor(&r.record.target, p).unwrap_or(false))
+        {
+            base.push(r);
+        }
+    }
+    let negatives: Vec<String> = {
+        let mut seen = HashSet::new();
+        base.iter()
+            .map(|r| r.record.target.clone())
+            .filter(|t| seen.insert(t.clone()))
+            .collect()
+    };
+
+    // Write points, announced before anything is written.
+    let creates_repo = repo.head.is_none() && plans.iter().any(|(_, p)| p.new.is_some());
+    let (mut points, mut parts_desc) = (0u32, Vec::new());
+    let (c_cost, u_cost) = if opts.atomic { (3, 2) } else { (2, 2) };
+    if needs_pack {
+        points += c_cost;
+        parts_desc.push(format!("pack record {c_cost}"));
+    }
+    if creates_repo {
+        points += c_cost;
+        parts_desc.push(format!("repository record {c_cost}"));
+    }
+    for (_, p) in &plans {
+        let (what, cost) = match (&p.new, refs.contains_key(&p.dst)) {
+            (None, _) => ("delete", 1),
+            (Some(_), true) => ("update", u_cost),
+            (Some(_), false) => ("create", c_cost),
+        };
+        points += cost;
+        parts_desc.push(format!("{what} {} {cost}", p.dst));
+    }
+    out.points = points;
+    eprintln!(
+        "knot: this push {} {points} write point{} ({}){}",
+        if opts.dry_run {
+            "would cost"
+        } else {
+            "costs at most"
+        },
+        if points == 1 { "" } else { "s" },
+        parts_desc.join(", "),
+        if opts.atomic {
+            " in one applyWrites"
+        } else {
+            ""
+        }
+    );
+    if opts.dry_run {
+        for (i, _) in &plans {
+            status[*i] = Some(Ok(()));
+        }
+        finish(status, &mut out);
+        return Ok(out);
+    }
+
+    let uploaded = if needs_pack {
+        match pack_and_upload(
+            &remote.pds,
+            remote.auth.clone(),
+            &positives,
+            &negatives,
+            opts.concurrency,
+            opts.progress,
+        )
+        .await
+        {
+            Ok(u) => u,
+            Err(e) => {
+                if let Some(l) = is_rate_limit(&e) {
+                    out.rate_limited = Some(l);
+                    finish(status, &mut out);
+                    return Ok(out);
+                }
+                return Err(e);
+            }
+        }
+    } else {
+        Uploaded {
+            sha256: String::new(),
+            size: 0,
+            objects: 0,
+            parts: Vec::new(),
+        }
+    };
+    let pack = (uploaded.objects > 0).then(|| PackRecord {
+        repo: remote.repo.clone(),
+        sha256: uploaded.sha256.clone(),
+        size: uploaded.size,
+        objects: uploaded.objects,
+        parts: uploaded.parts.clone(),
+        prerequisites: negatives.clone(),
+        tips: positives.clone(),
+    });
+    // Every updated ref: this pack, then what the tips it builds on need.
+    let base_entries: Vec<PackEntry> = {
+        let mut seen = HashSet::new();
+        base.iter()
+            .flat_map(|r| r.record.packs.iter())
+            .filter(|e| seen.insert(e.pack.clone()))
+            .cloned()
+            .collect()
+    };
+    let entries_for = |new: &str| -> Vec<PackEntry> {
+        let mut v = Vec::with_capacity(base_entries.len() + 1);
+        if let Some(p) = &pack {
+            v.push(PackEntry {
+                pack: p.sha256.clone(),
+                tip: new.to_owned(),
+            });
+        }
+        v.extend(
+            base_entries
+                .iter()
+                .filter(|e| pack.as_ref().is_none_or(|p| p.sha256 != e.pack))
+                .cloned(),
+        );
+        v
+    };
+    let now = crate::now_iso();
+    let head_choice = || -> String {
+        let pushed: Vec<&str> = plans
+            .iter()
+            .filter(|(_, p)| p.new.is_some())
+            .map(|(_, p)| p.dst.as_str())
+            .collect();
+        let local = git::local_head();
+        if pushed.contains(&"refs/heads/main") {
+            "refs/heads/main".into()
+        } else if let Some(l) = local.filter(|l| pushed.contains(&l.as_str())) {
+            l
+        } else {
+            pushed
+                .iter()
+                .find(|d| d.starts_with("refs/heads/"))
+                .or(pushed.first())
+                .map_or("refs/heads/main".into(), |s| (*s).to_owned())
+        }
+    };
+
+    if opts.atomic {
+        crate::atomic::atomic(
+            remote,
+            &plans,
+            &mut status,
+            pack.as_ref(),
+            &entries_for,
+            creates_repo.then(head_choice),
+            &now,
+            &mut out,
+        )
+        .await?;
+        finish(status, &mut out);
+        return Ok(out);
+    }
+
+    if let Some(p) = &pack
+        && let Err(e) = remote
+            .put_record(
+                PACK_NSID,
+                &pack_rkey(&remote.repo, &p.sha256),
+                &p.to_value(&now),
+                &Swap::Any,
+            )
+            .await
+    {
+        if let Some(l) = is_rate_limit(&e) {
+            out.rate_limited = Some(l);
+            finish(status, &mut out);
+            return Ok(out);
+        }
+        return Err(e);
+    }
+    if creates_repo {
+        let rec = RepoRecord {
+            name: remote.repo.clone(),
+            head: head_choice(),
+            object_format: "sha1".into(),
+        };
+        match remote
+            .put_record(REPO_NSID, &remote.repo, &rec.to_value(&now), &Swap::Absent)
+            .await
+        {
+            Ok(_) => {
+                remote.state.repo = Some(CachedRepo {
+                    head: Some(rec.head),
+                })
+            }
+            Err(e) if invalid_swap(&e).is_some() => {
+                remote.read_repo().await?;
+            }
+            Err(e) => {
+                if let Some(l) = is_rate_limit(&e) {
+                    out.rate_limited = Some(l);
+                    finish(status, &mut out);
+                    return Ok(out);
+                }
+                return Err(e);
+            }
+        }
+    }
+
+    let r: &Remote = remote;
+    let results = join_all(plans.iter().map(|(_, p)| {
+        let cached = refs.get(&p.dst).cloned();
+        let entries = p.new.as_deref().map(entries_for);
+        async move { write_ref(r, p, cached, entries).await }
+    }))
+    .await;
+    let cache = remote.state.refs.get_or_insert_with(BTreeMap::new);
+    for ((i, p), res) in plans.iter().zip(results) {
+        status[*i] = Some(match res {
+            RefResult::Landed(Some(c)) => {
+                cache.insert(p.dst.clone(), c);
+                Ok(())
+            }
+            RefResult::Landed(None) => {
+                cache.remove(&p.dst);
+                Ok(())
+            }
+            RefResult::Rejected(why) => Err(why.to_owned()),
+            RefResult::Limited(l) => {
+                let msg = format!("rate limited; push again {}", l.when());
+                out.rate_limited = Some(l);
+                Err(msg)
+            }
+            RefResult::Failed(why) => Err(why),
+        });
+    }
+    finish(status, &mut out);
+    Ok(out)
+}
+
+/// One ref's compare-and-swap, retried after failed swaps.
+async fn write_ref(
+    r: &Remote,
+    p: &Plan,
+    cached: Option<CachedRef>,
+    entries: Option<Vec<PackEntry>>,
+) -> RefResult {
+    let rkey = ref_rkey(&r.repo, &p.dst);
+    let mut current = cached;
+    for _ in 0..8 {
+        let swap_cid = current.as_ref().map(|c| c.cid.clone());
+        let result = match (&p.new, &entries) {
+            (Some(new), Some(entries)) => {
+                let rec = RefRecord {
+                    repo: r.repo.clone(),
+                    name: p.dst.clone(),
+                    target: new.clone(),
+                    previous: current.as_ref().map(|c| c.record.target.clone()),
+                    packs: entries.clone(),
+                };
+                let swap = swap_cid.map_or(Swap::Absent, Swap::At);
+                r.put_record(REF_NSID, &rkey, &rec.to_value(), &swap)
+                    .await
+                    .map(|cid| Some(CachedRef { cid, record: rec }))
+            }
+            _ => match &swap_cid {
+                Some(c) => r
+                    .delete_record(REF_NSID, &rkey, Some(c))
+                    .await
+                    .map(|()| None),
+                None => return RefResult::Landed(None),
+            },
+        };
+        let e = match result {
+            Ok(c) => return RefResult::Landed(c),
+            Err(e) => e,
+        };
+        if let Some(l) = is_rate_limit(&e) {
+            return RefResult::Limited(l);
+        }
+        let Some(message) = invalid_swap(&e) else {
+            return RefResult::Failed(e.to_string());
+        };
+        // A forced write needs only the CID, which the reference PDS's
+        // message names; anything else re-reads the ref and checks again.
+        if p.force
+            && p.lease.is_none()
+            && p.new.is_some()
+            && let (Some(cid), Some(cur)) = (swap_cid_from_message(message), current.as_mut())
+        {
+            cur.cid = cid;
+            continue;
+        }
+        current = match r.read_ref(&p.dst).await {
+            Ok(c) => c,
+            Err(e) => return RefResult::Failed(e.to_string()),
+        };
+        match verdict(p, current.as_ref().map(|c| c.record.target.as_str())) {
+            Ok(Verdict::Go) => {}
+            Ok(Verdict::UpToDate) => return RefResult::Landed(current),
+            Ok(Verdict::Reject(why)) => return RefResult::Rejected(why),
+            Err(e) => return RefResult::Failed(e.to_string()),
+        }
+    }
+    RefResult::Failed("the ref kept moving; try again".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_lines() {
+        assert_eq!(
+            PushCmd::parse("+refs/heads/a:refs/heads/b").unwrap(),
+            PushCmd {
+                force: true,
+                src: Some("refs/heads/a".into()),
+                dst: "refs/heads/b".into()
+            }
+        );
+        assert_eq!(PushCmd::parse(":refs/heads/b").unwrap().src, None);
+        assert!(PushCmd::parse("refs/heads/a").is_err());
+        assert!(PushCmd::parse("a:b").is_err());
+    }
+}
