@@ -11,6 +11,7 @@ use benches::target::{BenchTarget, Budget};
 
 mod cbor;
 mod mst;
+mod mst_diff;
 mod peers;
 mod sync;
 mod versions;
@@ -39,6 +40,7 @@ fn main() {
     let corpus = benches::corpus::Corpus::load();
     cbor::run(&mut target, &corpus);
     mst::run(&mut target);
+    mst_diff::run(&mut target);
     sync::run(&mut target, &corpus);
     // `BENCH_PEERS=1`: `@atproto/repo` through the same units of work.
     benches::peers::run_after_ours(
