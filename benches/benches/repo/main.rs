@@ -1,6 +1,8 @@
 //! `--bench repo`: the atproto data model (`crates/repo`) beside its peers:
 //! DAG-CBOR codecs (serde_ipld_dagcbor, serde_cbor, ciborium), CIDs, the MST
-//! (atrium-repo), signed commits, CAR export/import and firehose frames.
+//! (atrium-repo; `mst_diff.rs`: the diff of two trees beside every peer
+//! crate that has one), signed commits, CAR export/import and firehose
+//! frames.
 //!
 //! Inputs are real where the project has them: the like, post and profile
 //! records, the 148 `#commit` frames and their authors' keys come from the
