@@ -112,7 +112,7 @@ pub fn car_write(
             let commit_bytes = store
                 .get(&commit)
                 .await?
-                .ok_or_else(|| jacquard_repo::RepoError::not_found("commit", &commit))?;
+                .ok_or_else(|| jacquard_repo::RepoError::not_found("commit", commit))?;
             let data = *Commit::<jacquard_common::DefaultStr>::from_cbor(&commit_bytes)?.data();
             let mst = Mst::load(store.clone(), data, None);
             let mut w = iroh_car::CarWriter::new(iroh_car::CarHeader::new_v1(vec![commit]), out);
