@@ -46,6 +46,71 @@ pub fn mst_add_base_keys(n: usize, pool: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// How many keys `repo.mst_diff` creates, updates and deletes (each).
+pub const MST_DIFF_CHANGES: usize = 8;
+
+/// The value `repo.mst_diff`'s updated keys point at in the new tree.
+pub fn mst_diff_value() -> repo::Cid {
+    repo::Cid::for_dag_cbor(b"atbench mst diff value")
+}
+
+/// `repo.mst_diff`'s two trees at tier `n`, as the peers see them too.
+#[cfg(feature = "bench-internals")]
+pub struct MstDiffTrees {
+    /// Every block of both trees (the shared subtrees once).
+    pub blocks: std::collections::HashMap<repo::Cid, Vec<u8>>,
+    /// `repo.mst_add`'s base tree of `n` keys.
+    pub old_root: repo::Cid,
+    /// The base tree with [`MST_DIFF_CHANGES`] pool keys created, as many
+    /// base keys updated to [`mst_diff_value`] and as many deleted, spread
+    /// evenly over the key range.
+    pub new_root: repo::Cid,
+    /// The difference built from the edit lists (not by any diff):
+    /// `(key, old value, new value)` in key order.
+    pub want: Vec<(String, Option<repo::Cid>, Option<repo::Cid>)>,
+}
+
+/// Builds [`MstDiffTrees`] for tier `n` with our MST.
+#[cfg(feature = "bench-internals")]
+pub fn mst_diff_trees(n: usize, pool: &[String]) -> MstDiffTrees {
+    use repo::mst::{MemoryBlockStore, Mst};
+
+    let base = mst_add_base_keys(n, pool);
+    let leaf = mst_leaf();
+    let mut m = Mst::empty(MemoryBlockStore::new());
+    for k in &base {
+        m.insert(k, leaf).expect("insert");
+    }
+    let old = m.commit().expect("commit");
+    let mut store = MemoryBlockStore::new();
+    store.extend(old.new_blocks);
+    let mut m = Mst::load(&store, old.root);
+    let step = n / MST_DIFF_CHANGES;
+    let mut want = Vec::new();
+    for i in 0..MST_DIFF_CHANGES {
+        let updated = &base[i * step];
+        m.insert(updated, mst_diff_value()).expect("update");
+        want.push((updated.clone(), Some(leaf), Some(mst_diff_value())));
+        let deleted = &base[i * step + step / 2];
+        m.delete(deleted).expect("delete");
+        want.push((deleted.clone(), Some(leaf), None));
+        let created = &pool[i * pool.len() / MST_DIFF_CHANGES];
+        m.insert(created, leaf).expect("create");
+        want.push((created.clone(), None, Some(leaf)));
+    }
+    let new = m.commit().expect("commit");
+    let mut blocks: std::collections::HashMap<_, _> =
+        store.iter().map(|(c, b)| (*c, b.to_vec())).collect();
+    blocks.extend(new.new_blocks);
+    want.sort();
+    MstDiffTrees {
+        blocks,
+        old_root: old.root,
+        new_root: new.root,
+        want,
+    }
+}
+
 /// A signed repo of `n` like records (the `template` like with its
 /// `createdAt` varied per record, keys `app.bsky.feed.like/<TID>`): its
 /// blocks and the commit CID (`repo.car_write`, `repo.car_read` and their

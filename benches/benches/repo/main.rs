@@ -1,6 +1,8 @@
 //! `--bench repo`: the atproto data model (`crates/repo`) beside its peers:
 //! DAG-CBOR codecs (serde_ipld_dagcbor, serde_cbor, ciborium), CIDs, the MST
-//! (atrium-repo), signed commits, CAR export/import and firehose frames.
+//! (atrium-repo; `mst_diff.rs`: the diff of two trees beside every peer
+//! crate that has one), signed commits, CAR export/import and firehose
+//! frames.
 //!
 //! Inputs are real where the project has them: the like, post and profile
 //! records, the 148 `#commit` frames and their authors' keys come from the
@@ -11,6 +13,7 @@ use benches::target::{BenchTarget, Budget};
 
 mod cbor;
 mod mst;
+mod mst_diff;
 mod peers;
 mod sync;
 mod versions;
@@ -39,6 +42,7 @@ fn main() {
     let corpus = benches::corpus::Corpus::load();
     cbor::run(&mut target, &corpus);
     mst::run(&mut target);
+    mst_diff::run(&mut target);
     sync::run(&mut target, &corpus);
     // `BENCH_PEERS=1`: `@atproto/repo` through the same units of work.
     benches::peers::run_after_ours(

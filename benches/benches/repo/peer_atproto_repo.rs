@@ -14,7 +14,7 @@ use std::hint::black_box;
 
 use atproto_dasl::errors::StorageError;
 use atproto_dasl::storage::BlockStorage;
-use atproto_repo::{Mst, RepoConfig};
+use atproto_repo::{Mst, MstDiff, RepoConfig};
 use benches::target::Group;
 use futures::executor::block_on;
 
@@ -120,4 +120,53 @@ pub fn mst_add(
             add(black_box(key))
         })
     });
+}
+
+/// `repo.mst_diff/atproto-repo/<tier>`: its diff API is `diff_entries` over
+/// two sorted key lists, so the unit lists both trees whole
+/// (`Mst::entries`) and diffs the lists; checked equal to `trees.want`.
+pub fn mst_diff(group: &mut Group<'_>, tier: &str, trees: &benches::inputs::MstDiffTrees) {
+    let base: HashMap<ACid, Vec<u8>> = trees
+        .blocks
+        .iter()
+        .map(|(c, b)| (acid(c), b.clone()))
+        .collect();
+    let (old, new) = (acid(&trees.old_root), acid(&trees.new_root));
+    let entries = |root: ACid| {
+        let tree = Mst::from_root(
+            root,
+            Overlay {
+                base: &base,
+                writes: HashMap::new(),
+            },
+            RepoConfig::default(),
+        );
+        block_on(tree.entries())
+    };
+    let diff = || -> Result<Vec<MstDiff>, atproto_repo::errors::MstError> {
+        Ok(atproto_repo::mst::diff_entries(
+            &entries(old)?,
+            &entries(new)?,
+        ))
+    };
+    let c = |c: &atproto_dasl::Cid| crate::mst_diff::cid(&c.to_bytes());
+    let mut got: crate::mst_diff::DiffRows = diff()
+        .expect("atproto-repo diffs")
+        .iter()
+        .map(|d| match d {
+            MstDiff::Add { key, cid } => (key.clone(), None, Some(c(cid))),
+            MstDiff::Update {
+                key,
+                old_cid,
+                new_cid,
+            } => (key.clone(), Some(c(old_cid)), Some(c(new_cid))),
+            MstDiff::Delete { key, cid } => (key.clone(), Some(c(cid)), None),
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got, trees.want,
+        "atproto-repo: the diff of the {tier} trees"
+    );
+    group.bench(NAME, tier, |b| b.iter(|| diff().map_or(0, |d| d.len())));
 }

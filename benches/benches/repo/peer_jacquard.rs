@@ -88,6 +88,94 @@ pub fn mst_add(
     });
 }
 
+/// `repo.car_write/jacquard-repo[.blockorder]/<tier>`: the body of its
+/// `export_repo_car` (which takes a file path) into the cleared buffer:
+/// the commit block from the store, then `Mst::write_blocks_to_car` (its
+/// MST walk writing every node, then every record block) through
+/// iroh-car's writer; checked against our export.
+pub fn car_write(
+    group: &mut Group<'_>,
+    tier: &str,
+    store: &repo::mst::MemoryBlockStore,
+    commit: repo::Cid,
+    ours: &[u8],
+) {
+    let rt = runtime();
+    let blocks: BTreeMap<JCid, Bytes> = store
+        .iter()
+        .map(|(c, b)| (jcid(c), Bytes::copy_from_slice(b)))
+        .collect();
+    let store = Arc::new(MemoryBlockStore::new_from_blocks(blocks));
+    let commit = jcid(&commit);
+    let export = |out: &mut Vec<u8>| -> jacquard_repo::Result<()> {
+        rt.block_on(async {
+            let commit_bytes = store
+                .get(&commit)
+                .await?
+                .ok_or_else(|| jacquard_repo::RepoError::not_found("commit", commit))?;
+            let data = *Commit::<jacquard_common::DefaultStr>::from_cbor(&commit_bytes)?.data();
+            let mst = Mst::load(store.clone(), data, None);
+            let mut w = iroh_car::CarWriter::new(iroh_car::CarHeader::new_v1(vec![commit]), out);
+            w.write(commit, &commit_bytes)
+                .await
+                .map_err(jacquard_repo::RepoError::car)?;
+            mst.write_blocks_to_car(&mut w).await?;
+            w.finish().await.map_err(jacquard_repo::RepoError::car)?;
+            Ok(())
+        })
+    };
+    crate::peers::car_write_row(group, NAME, tier, ours, |out| {
+        out.clear();
+        export(out).expect("jacquard-repo exports");
+    });
+}
+
+/// `repo.mst_diff/jacquard-repo/<tier>`: load both trees lazily over one
+/// block store and `Mst::diff` them (which also serialises and collects
+/// the new and removed node blocks); checked equal to `trees.want`.
+pub fn mst_diff(group: &mut Group<'_>, tier: &str, trees: &benches::inputs::MstDiffTrees) {
+    let rt = runtime();
+    let blocks: BTreeMap<JCid, Bytes> = trees
+        .blocks
+        .iter()
+        .map(|(c, b)| (jcid(c), Bytes::from(b.clone())))
+        .collect();
+    let store = Arc::new(MemoryBlockStore::new_from_blocks(blocks));
+    let (old, new) = (jcid(&trees.old_root), jcid(&trees.new_root));
+    let diff = || {
+        rt.block_on(async {
+            let a = Mst::load(store.clone(), old, None);
+            let b = Mst::load(store.clone(), new, None);
+            a.diff(&b).await
+        })
+    };
+    let d = diff().expect("jacquard-repo diffs");
+    let c = |c: &JCid| crate::mst_diff::cid(&c.to_bytes());
+    let mut got: crate::mst_diff::DiffRows = d
+        .creates
+        .iter()
+        .map(|(k, v)| (k.to_string(), None, Some(c(v))))
+        .chain(
+            d.updates
+                .iter()
+                .map(|(k, new, old)| (k.to_string(), Some(c(old)), Some(c(new)))),
+        )
+        .chain(
+            d.deletes
+                .iter()
+                .map(|(k, v)| (k.to_string(), Some(c(v)), None)),
+        )
+        .collect();
+    got.sort();
+    assert_eq!(
+        got, trees.want,
+        "jacquard-repo: the diff of the {tier} trees"
+    );
+    group.bench(NAME, tier, |b| {
+        b.iter(|| diff().map_or(0, |d| d.creates.len()))
+    });
+}
+
 fn unsigned() -> UnsignedCommit<jacquard_common::DefaultStr> {
     let ours = benches::inputs::unsigned_commit();
     UnsignedCommit::new_unsigned(

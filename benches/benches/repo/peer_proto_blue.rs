@@ -225,6 +225,87 @@ pub fn mst_add(
     });
 }
 
+/// The whole export as its API allows: the commit decoded, the MST loaded
+/// whole and every node re-serialised (`get_all_blocks`, its only way to
+/// the node blocks), every record block fetched, all into one `BlockMap`
+/// written by `blocks_to_car` (in the map's order). Returns the CAR.
+fn export(blocks: &BlockMap, commit: &PbCid) -> Result<Vec<u8>, proto_blue_repo::RepoError> {
+    let commit_block = blocks
+        .get(commit)
+        .ok_or_else(|| proto_blue_repo::RepoError::MissingBlock(commit.clone()))?;
+    let c = SignedCommit::from_lex_value(&proto_blue_lex_cbor::decode(commit_block)?)?;
+    let mst = MstNode::load(&c.data, blocks)?;
+    let (_, mut out) = mst.get_all_blocks()?;
+    out.set(commit.clone(), commit_block.to_vec());
+    for leaf in mst.leaves() {
+        let record = blocks
+            .get(&leaf.value)
+            .ok_or_else(|| proto_blue_repo::RepoError::MissingBlock(leaf.value.clone()))?;
+        out.set(leaf.value, record.to_vec());
+    }
+    proto_blue_repo::blocks_to_car(Some(commit), &out)
+}
+
+/// `repo.car_write/proto-blue-repo[.blockorder]/<tier>` over the repo's
+/// blocks in its `BlockMap` (`export`); checked against our export.
+pub fn car_write(
+    group: &mut Group<'_>,
+    tier: &str,
+    store: &repo::mst::MemoryBlockStore,
+    commit: repo::Cid,
+    ours: &[u8],
+) {
+    let mut blocks = BlockMap::new();
+    for (cid, bytes) in store.iter() {
+        blocks.set(pb_cid(cid), bytes.to_vec());
+    }
+    let commit = pb_cid(&commit);
+    crate::peers::car_write_row(group, NAME, tier, ours, |out| {
+        *out = export(black_box(&blocks), &commit).expect("proto-blue-repo exports");
+    });
+}
+
+/// `repo.mst_diff/proto-blue-repo/<tier>`: load both trees whole (no
+/// lazy load) and `DataDiff::of` them (which also collects the new tree's
+/// node blocks and the removed CIDs); checked equal to `trees.want`.
+pub fn mst_diff(group: &mut Group<'_>, tier: &str, trees: &benches::inputs::MstDiffTrees) {
+    let mut blocks = BlockMap::new();
+    for (cid, bytes) in &trees.blocks {
+        blocks.set(pb_cid(cid), bytes.clone());
+    }
+    let (old, new) = (pb_cid(&trees.old_root), pb_cid(&trees.new_root));
+    let diff = || -> Result<proto_blue_repo::DataDiff, proto_blue_repo::RepoError> {
+        let curr = MstNode::load(&new, &blocks)?;
+        let prev = MstNode::load(&old, &blocks)?;
+        proto_blue_repo::DataDiff::of(&curr, Some(&prev))
+    };
+    let d = diff().expect("proto-blue-repo diffs");
+    let c = |c: &PbCid| crate::mst_diff::cid(&c.to_bytes());
+    let mut got: crate::mst_diff::DiffRows = d
+        .adds
+        .values()
+        .map(|a| (a.key.clone(), None, Some(c(&a.cid))))
+        .chain(
+            d.updates
+                .values()
+                .map(|u| (u.key.clone(), Some(c(&u.prev)), Some(c(&u.cid)))),
+        )
+        .chain(
+            d.deletes
+                .values()
+                .map(|x| (x.key.clone(), Some(c(&x.cid)), None)),
+        )
+        .collect();
+    got.sort();
+    assert_eq!(
+        got, trees.want,
+        "proto-blue-repo: the diff of the {tier} trees"
+    );
+    group.bench(NAME, tier, |b| {
+        b.iter(|| diff().map_or(0, |d| d.adds.len()))
+    });
+}
+
 /// Decodes one frame (header, body, event fields); true for a `#commit`.
 fn frame_decode(frame: &[u8]) -> bool {
     let Ok(values) = proto_blue_lex_cbor::decode_all(frame) else {

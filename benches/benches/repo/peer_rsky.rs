@@ -93,6 +93,48 @@ pub fn mst_add(
     });
 }
 
+/// `repo.mst_diff/rsky-repo/<tier>`: load both trees lazily over one
+/// store and `DataDiff::of` them (which also serialises the new tree's
+/// node blocks into the diff); checked equal to `trees.want`.
+pub fn mst_diff(group: &mut Group<'_>, tier: &str, trees: &benches::inputs::MstDiffTrees) {
+    let rt = runtime();
+    let mut blocks = BlockMap::new();
+    for (cid, bytes) in &trees.blocks {
+        blocks.set(rcid(cid), bytes.clone());
+    }
+    let storage = store(&rt, blocks);
+    let (old, new) = (rcid(&trees.old_root), rcid(&trees.new_root));
+    let diff = || -> anyhow::Result<rsky_repo::data_diff::DataDiff> {
+        rt.block_on(async {
+            let mut curr = MST::load(storage.clone(), new, None)?;
+            let mut prev = MST::load(storage.clone(), old, None)?;
+            rsky_repo::data_diff::DataDiff::of(&mut curr, Some(&mut prev)).await
+        })
+    };
+    let d = diff().expect("rsky-repo diffs");
+    let c = |c: &RCid| crate::mst_diff::cid(&c.to_bytes());
+    let mut got: crate::mst_diff::DiffRows = d
+        .adds
+        .values()
+        .map(|a| (a.key.clone(), None, Some(c(&a.cid))))
+        .chain(
+            d.updates
+                .values()
+                .map(|u| (u.key.clone(), Some(c(&u.prev)), Some(c(&u.cid)))),
+        )
+        .chain(
+            d.deletes
+                .values()
+                .map(|x| (x.key.clone(), Some(c(&x.cid)), None)),
+        )
+        .collect();
+    got.sort();
+    assert_eq!(got, trees.want, "rsky-repo: the diff of the {tier} trees");
+    group.bench(NAME, tier, |b| {
+        b.iter(|| diff().map_or(0, |d| d.adds.len()))
+    });
+}
+
 fn unsigned() -> UnsignedCommit {
     let ours = benches::inputs::unsigned_commit();
     UnsignedCommit {

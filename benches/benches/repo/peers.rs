@@ -18,6 +18,12 @@ pub type CarReader = fn(&mut Group<'_>, &str, &[u8], usize);
 /// Adds `repo.mst_add/<peer>/<tier>`: the base tree's blocks and root,
 /// the key pool, and our roots after each of the pool's first keys.
 pub type MstAdder = fn(&mut Group<'_>, &str, &HashMap<Cid, Vec<u8>>, Cid, &[String], &[Cid]);
+/// Adds `repo.car_write/<peer>[.blockorder]/<tier>`: the repo's blocks,
+/// its commit CID and our export of it (`car_write_row` checks theirs).
+pub type CarWriter = fn(&mut Group<'_>, &str, &repo::mst::MemoryBlockStore, Cid, &[u8]);
+/// Adds `repo.mst_diff/<peer>/<tier>` for the two trees, its diff checked
+/// equal to `want` (`crate::mst_diff::DiffRows`).
+pub type MstDiffer = fn(&mut Group<'_>, &str, &benches::inputs::MstDiffTrees);
 /// Adds `repo.frame_decode/<peer>/commit` over the corpus frames.
 pub type FrameDecoder = fn(&mut Group<'_>, &[Vec<u8>]);
 /// Adds `repo.frame_verify/<peer>[.<variant>]/commit` over the corpus
@@ -74,6 +80,26 @@ pub fn mst_adders() -> Vec<MstAdder> {
     ]
 }
 
+pub fn car_writers() -> Vec<CarWriter> {
+    vec![
+        crate::peer_proto_blue::car_write,
+        #[cfg(feature = "peers-rust")]
+        crate::peer_jacquard::car_write,
+    ]
+}
+
+pub fn mst_differs() -> Vec<MstDiffer> {
+    vec![
+        crate::peer_proto_blue::mst_diff,
+        #[cfg(feature = "peers-rust")]
+        crate::peer_jacquard::mst_diff,
+        #[cfg(feature = "peers-rust")]
+        crate::peer_rsky::mst_diff,
+        #[cfg(feature = "peers-rust")]
+        crate::peer_atproto_repo::mst_diff,
+    ]
+}
+
 pub fn frame_verifiers() -> Vec<FrameVerifier> {
     vec![
         #[cfg(feature = "peers-rust")]
@@ -100,4 +126,47 @@ pub fn verify_row(
     }
     assert!(!verify(&bad), "{peer} accepts a broken signature");
     group.bench(id, "", |b| b.iter(|| verify(black_box(block))));
+}
+
+/// Adds `repo.car_write/<name>/<tier>` for `write` (a peer's whole export
+/// into the cleared buffer it is given) once its bytes are seen, outside
+/// the timing, equal to `ours`; when they differ only in block order
+/// (same roots, same set of blocks, each block's hash checked) the row is
+/// the adjacent `<name>.blockorder`, with a line saying so.
+pub fn car_write_row(
+    group: &mut Group<'_>,
+    name: &str,
+    tier: &str,
+    ours: &[u8],
+    mut write: impl FnMut(&mut Vec<u8>),
+) {
+    let mut out = Vec::with_capacity(ours.len());
+    write(&mut out);
+    let id = if out == ours {
+        name.to_owned()
+    } else {
+        let theirs = repo::car::CarSlice::parse(&out, true)
+            .unwrap_or_else(|e| panic!("{name}: its CAR does not parse or hash-check: {e}"));
+        let want = repo::car::CarSlice::parse(ours, true).expect("our CAR");
+        assert_eq!(theirs.roots, want.roots, "{name}: CAR roots");
+        let set = |c: &repo::car::CarSlice<'_>| {
+            let mut v: Vec<(Cid, Vec<u8>)> =
+                c.blocks.iter().map(|(c, d)| (*c, d.to_vec())).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(set(&theirs), set(&want), "{name}: CAR blocks");
+        assert_eq!(out.len(), ours.len(), "{name}: CAR length");
+        eprintln!(
+            "atbench: {name} writes the same roots and blocks as ours at {tier} in another \
+             block order; adjacent probe"
+        );
+        format!("{name}.blockorder")
+    };
+    group.bench(&id, tier, |b| {
+        b.iter(|| {
+            write(&mut out);
+            out.len()
+        })
+    });
 }

@@ -213,6 +213,10 @@ fn car(target: &mut BenchTarget, like: &[u8]) {
             })
         });
         crate::peer_iroh_car::car_write(&mut group, &count_tier(*n), &out);
+        crate::peer_dasl::car_write(&mut group, &count_tier(*n), &out);
+        for peer in crate::peers::car_writers() {
+            peer(&mut group, &count_tier(*n), store, *commit, &out);
+        }
         cars.push((*n, out));
     }
     group.finish();

@@ -8,6 +8,7 @@
 //! | `cbor` | the corpus like, post and profile (DAG-CBOR) | decode then encode gives the same bytes |
 //! | `cid` | the like, 4 KiB and 1 MiB seeded bytes, with our CIDs | the same CID |
 //! | `mst_add` | each base tree as a CAR (root = the MST root) | 32 adds reach our roots |
+//! | `mst_diff` | both trees' blocks as one CAR (root = the new tree), the old root | the diff equals the edit lists |
 //! | `commit` | our k256-signed commit, the secret, the `did:key` | signing gives our bytes; it verifies |
 //! | `car_read` | our CAR export of the like repo | the same record count, every block hash-checked |
 //!
@@ -24,8 +25,8 @@ use serde_json::json;
 use super::{Inputs, Mode};
 use crate::corpus::Corpus;
 use crate::inputs::{
-    commit_secret, export_car, like_repo, mst_add_base_keys, mst_add_pool, mst_leaf,
-    unsigned_commit,
+    commit_secret, export_car, like_repo, mst_add_base_keys, mst_add_pool, mst_diff_trees,
+    mst_leaf, unsigned_commit,
 };
 use crate::registry::{count_tier, size_tier};
 
@@ -109,6 +110,28 @@ pub fn build(dir: PathBuf, mode: Mode, corpus: &Corpus) -> std::io::Result<PathB
     inputs.set("mst_add", json!(mst_add));
     inputs.set("mst_pool", json!(pool));
     inputs.set("mst_leaf", json!(leaf.to_string()));
+
+    let mut mst_diff = Vec::new();
+    for &n in sizes {
+        let trees = mst_diff_trees(n, &pool);
+        let blocks: Vec<(Cid, Vec<u8>)> = trees.blocks.into_iter().collect();
+        let tier = count_tier(n);
+        let file = inputs.file(
+            &format!("mst-diff-{tier}.car"),
+            &car_of(trees.new_root, &blocks),
+        )?;
+        let cid = |c: Option<Cid>| c.map(|c| c.to_string());
+        let want: Vec<_> = trees
+            .want
+            .iter()
+            .map(|(k, old, new)| json!([k, cid(*old), cid(*new)]))
+            .collect();
+        mst_diff.push(json!({
+            "tier": tier, "file": file, "old_root": trees.old_root.to_string(),
+            "new_root": trees.new_root.to_string(), "want": want,
+        }));
+    }
+    inputs.set("mst_diff", json!(mst_diff));
 
     let key = Keypair::from_bytes(Algorithm::K256, &commit_secret()).expect("valid secret");
     let signed = unsigned_commit().sign(&key).to_bytes();

@@ -20,6 +20,9 @@
 //! the corpus's DID documents); `ecdsa N`: only the ECDSA verifications
 //! of those frames (digest, signature and key prepared first), so the
 //! three modes split one frame's time as `repo.frame_verify`'s probes do.
+//! `decode N`: N strict borrowed decodes (`cbor::decode`, as
+//! `repo.cbor_decode/ours.borrowed/like` times it) of the corpus's first
+//! like record; `decode-owned N` the same into owned values.
 //! `add SIZE N`: builds a tree of SIZE seeded keys, warms the node cache
 //! with every pool key, then N counted adds as `repo.mst_add/ours` does
 //! them (new blocks persisted into a scratch store). Only the `work_*`
@@ -101,6 +104,37 @@ fn work_ecdsa(jobs: &[(repo::crypto::PublicKey, [u8; 32], Vec<u8>)], passes: usi
 
 /// Sizes: frame bytes, CAR block bytes (all / MST nodes / records /
 /// commit), per frame on average.
+/// The corpus's first like record (as `benches::corpus` picks it).
+fn corpus_like(frames: &[Vec<u8>]) -> Vec<u8> {
+    for f in frames {
+        let Ok(Frame::Commit(c)) = Frame::decode(f) else {
+            continue;
+        };
+        let car = repo::car::CarSlice::parse(c.blocks, true).expect("frame CAR");
+        for op in &c.ops {
+            if op.path.starts_with("app.bsky.feed.like/")
+                && let Some(block) = op.cid.and_then(|cid| car.get(&cid))
+            {
+                return block.to_vec();
+            }
+        }
+    }
+    panic!("no like in the corpus")
+}
+
+#[inline(never)]
+fn work_decode(record: &[u8], n: usize, owned: bool) -> usize {
+    let mut ok = 0;
+    for _ in 0..n {
+        ok += usize::from(if owned {
+            repo::cbor::decode_owned(black_box(record)).is_ok()
+        } else {
+            repo::cbor::decode(black_box(record)).is_ok()
+        });
+    }
+    ok
+}
+
 fn stats(frames: &[Vec<u8>]) {
     use repo::car::CarSlice;
     use repo::mst::Node;
@@ -194,6 +228,17 @@ fn main() {
             let per = t.elapsed().as_nanos() as f64 / (passes * frames.len()) as f64;
             println!("{ok} checks passed, {per:.0} ns per frame");
         }
+        Some(mode @ ("decode" | "decode-owned")) => {
+            let n = args
+                .get(2)
+                .and_then(|a| a.parse().ok())
+                .unwrap_or(1_000_000);
+            let like = corpus_like(&corpus_frames());
+            let t = std::time::Instant::now();
+            let ok = work_decode(&like, n, mode == "decode-owned");
+            let per = t.elapsed().as_nanos() as f64 / n as f64;
+            println!("{ok} decodes of {} B, {per:.1} ns each", like.len());
+        }
         Some("add") => {
             let n: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1000);
             let adds: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(2000);
@@ -219,7 +264,7 @@ fn main() {
             println!("{adds} adds on {n} keys, last root {r}");
         }
         _ => eprintln!(
-            "usage: profile_hot verify|verify-fresh|verify-sig|ecdsa PASSES | add SIZE ADDS"
+            "usage: profile_hot verify|verify-fresh|verify-sig|ecdsa PASSES | decode|decode-owned N | add SIZE ADDS"
         ),
     }
 }

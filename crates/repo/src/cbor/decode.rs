@@ -37,6 +37,9 @@ impl<'a> Reader<'a> {
 }
 
 fn read_ref<'a>(r: &mut Reader<'a>, depth: usize) -> Result<ValueRef<'a>, DecodeError> {
+    if let Some(text) = r.short_text() {
+        return text.map(ValueRef::Text);
+    }
     let start = r.position();
     let (major, arg) = r.head()?;
     Ok(match major {
@@ -82,6 +85,9 @@ fn read_ref<'a>(r: &mut Reader<'a>, depth: usize) -> Result<ValueRef<'a>, Decode
 }
 
 fn read_owned(r: &mut Reader<'_>, depth: usize) -> Result<Value, DecodeError> {
+    if let Some(text) = r.short_text() {
+        return text.map(|t| Value::Text(t.to_owned()));
+    }
     let start = r.position();
     let (major, arg) = r.head()?;
     Ok(match major {
@@ -188,6 +194,35 @@ mod tests {
         assert_eq!(e.pos, 2);
         let e = decode(&[0x82, 0x01, 0x63, b'a', 0xc3, 0x28]).unwrap_err();
         assert_eq!((e.pos, e.kind), (4, DecodeErrorKind::Utf8));
+    }
+
+    /// The short-text fast path (`Reader::short_text`) and the general
+    /// path give the same values and the same errors at the same offsets.
+    #[test]
+    fn short_text_fast_path() {
+        assert_eq!(decode(&[0x60]).unwrap(), ValueRef::Text(""));
+        assert_eq!(decode(&[0x62, 0xc3, 0xa9]).unwrap(), ValueRef::Text("é"));
+        let long = [&[0x78, 24][..], &[b'x'; 24]].concat();
+        assert_eq!(decode(&long).unwrap(), ValueRef::Text(&"x".repeat(24)));
+        let mut nonmin = vec![0x78, 23];
+        nonmin.extend_from_slice(&[b'x'; 23]);
+        assert_eq!(kind(&nonmin), DecodeErrorKind::NonMinimal);
+        assert_eq!(kind(&[0x78]), DecodeErrorKind::UnexpectedEof);
+        assert_eq!(kind(&[0x78, 30, b'a']), DecodeErrorKind::LengthPastEnd(30));
+        let e = decode(&[0x78, 24, 0xff]).unwrap_err();
+        assert_eq!((e.pos, e.kind), (0, DecodeErrorKind::LengthPastEnd(24)));
+        let mut bad = vec![0x78, 24];
+        bad.extend_from_slice(&[b'a'; 23]);
+        bad.push(0xff);
+        let e = decode(&bad).unwrap_err();
+        assert_eq!((e.pos, e.kind), (25, DecodeErrorKind::Utf8));
+        // Keys: the same fast path, then the order check.
+        assert_eq!(kind(&[0xa1, 0x62, 0xc3, 0x28, 0x01]), DecodeErrorKind::Utf8);
+        let owned = decode_owned(&[0xa1, 0x62, 0xc3, 0xa9, 0x61, b'v']).unwrap();
+        assert_eq!(
+            crate::cbor::to_vec(&owned),
+            [0xa1, 0x62, 0xc3, 0xa9, 0x61, b'v']
+        );
     }
 
     #[test]

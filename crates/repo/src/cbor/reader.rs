@@ -3,6 +3,19 @@
 use super::{DecodeError, DecodeErrorKind as K, MAX_DEPTH, key_cmp};
 use crate::cid::Cid;
 
+/// `bytes` as UTF-8. Record text is nearly all ASCII: `is_ascii` checks a
+/// word at a time and costs a fraction of a full validation on short
+/// strings; anything else goes through `std::str::from_utf8`.
+#[inline(always)]
+fn utf8(bytes: &[u8]) -> Result<&str, std::str::Utf8Error> {
+    if bytes.is_ascii() {
+        // SAFETY: every byte is below 0x80, and ASCII is valid UTF-8.
+        Ok(unsafe { std::str::from_utf8_unchecked(bytes) })
+    } else {
+        std::str::from_utf8(bytes)
+    }
+}
+
 /// The data-model type of the next item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Type {
@@ -192,10 +205,33 @@ impl<'a> Reader<'a> {
     pub(crate) fn take_str(&mut self, len: u64, start: usize) -> Result<&'a str, DecodeError> {
         let content = self.pos;
         let bytes = self.take(len, start)?;
-        match std::str::from_utf8(bytes) {
+        match utf8(bytes) {
             Ok(s) => Ok(s),
             Err(e) => Err(self.err(content + e.valid_up_to(), K::Utf8)),
         }
+    }
+
+    /// Fast path for the commonest item of a record, a text string under
+    /// 256 bytes (head `0x60..=0x78`) that lies wholly inside the input:
+    /// `None` (nothing consumed) for anything else, which the general path
+    /// then reads and reports exactly as before.
+    #[inline(always)]
+    pub(crate) fn short_text(&mut self) -> Option<Result<&'a str, DecodeError>> {
+        let start = self.pos;
+        let (len, at) = match *self.buf.get(start)? {
+            b @ 0x60..=0x77 => (usize::from(b - 0x60), start + 1),
+            0x78 => match *self.buf.get(start + 1)? {
+                n if n >= 24 => (usize::from(n), start + 2),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let bytes = self.buf.get(at..at + len)?;
+        self.pos = at + len;
+        Some(match utf8(bytes) {
+            Ok(s) => Ok(s),
+            Err(e) => Err(self.err(at + e.valid_up_to(), K::Utf8)),
+        })
     }
 
     /// Checks a container length against the remaining input (every element
@@ -419,11 +455,16 @@ impl<'a> Reader<'a> {
     #[inline]
     pub fn read_key(&mut self, prev: &mut Option<&'a str>) -> Result<&'a str, DecodeError> {
         let start = self.pos;
-        let (major, len) = self.head()?;
-        if major != 3 {
-            return Err(self.err(start, K::NonTextKey));
-        }
-        let key = self.take_str(len, start)?;
+        let key = match self.short_text() {
+            Some(key) => key?,
+            None => {
+                let (major, len) = self.head()?;
+                if major != 3 {
+                    return Err(self.err(start, K::NonTextKey));
+                }
+                self.take_str(len, start)?
+            }
+        };
         if let Some(p) = *prev {
             match key_cmp(p, key) {
                 std::cmp::Ordering::Less => {}
