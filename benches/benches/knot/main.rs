@@ -17,7 +17,7 @@
 //! (`context/knot.json`) and stderr: Criterion has no column for them.
 //!
 //! Peer rows (`official-pds.cold` / `official-pds.warm` of the operation
-//! groups), under `BENCH_PEERS=1` outside `--test`: the official PDS
+//! groups, `official-pds` of the large-repository groups), under `BENCH_PEERS=1` outside `--test`: the official PDS
 //! (`@atproto/pds` 0.4.217 as a full server, [`benches::official_pds`])
 //! started in its own directory, an account created on it, and the same
 //! operations run through the same helper behind the same proxies in the
@@ -34,6 +34,9 @@ mod large;
 mod ops;
 mod writers;
 
+/// The large-repository groups.
+const LARGE: [&str; 2] = ["knot.large_push", "knot.large_clone"];
+
 /// The official PDS's fixture, or `None` after printing why its rows
 /// do not run.
 fn peer_store(target: &mut BenchTarget, root: &std::path::Path) -> Option<fixture::Fixture> {
@@ -48,12 +51,16 @@ fn peer_store(target: &mut BenchTarget, root: &std::path::Path) -> Option<fixtur
         }
     };
     let Some(pds) = pds else {
+        let why = "the official PDS does not run here (reason above)";
         for g in ops::GROUPS {
             for imp in ["official-pds.cold", "official-pds.warm"] {
                 if g != "knot.clone" || imp.ends_with("cold") {
-                    target.skip_rows(g, imp, "the official PDS does not run here (reason above)");
+                    target.skip_rows(g, imp, why);
                 }
             }
+        }
+        for g in LARGE {
+            target.skip_rows(g, "official-pds", why);
         }
         return None;
     };
@@ -90,7 +97,7 @@ fn main() {
             "client": "git (real processes) + git-remote-at, one helper process per git command; atpds in this process behind knot::proxy",
         }),
     );
-    let peer = if ops::GROUPS.iter().any(|g| target.may_run(g)) {
+    let peer = if ops::GROUPS.iter().chain(&LARGE).any(|g| target.may_run(g)) {
         peer_store(&mut target, &dir.path().join("official-pds"))
     } else {
         None
@@ -105,8 +112,10 @@ fn main() {
         let writers: &[usize] = if smoke { &[1, 4] } else { &[1, 4, 16] };
         writers::run(&mut target, &f, Duration::from_millis(50), writers);
     }
-    if target.may_run("knot.large_push") || target.may_run("knot.large_clone") {
-        large::run(&mut target, &f, sizes);
+    if LARGE.iter().any(|g| target.may_run(g)) {
+        let mut stores = vec![&f];
+        stores.extend(peer.as_ref());
+        large::run(&mut target, &stores, sizes);
     }
     let mut counts = f.counts.lock().unwrap_or_else(|e| e.into_inner()).clone();
     if let Some(p) = &peer {
