@@ -194,7 +194,7 @@ pub fn run(target: &mut BenchTarget, stores: &[&Fixture], sizes: &[usize]) {
     }
     for (store, op, mib, bytes, peak) in &rss_table {
         eprintln!(
-            "atbench: knot: helper peak RSS, {op} of a {mib} MiB repository ({:.1} MiB packed) to {store}: {:.1} MiB",
+            "atbench: knot: helper peak RSS, {op} of a {mib} MiB repository ({:.1} MiB packed), {store}: {:.1} MiB",
             *bytes as f64 / (1 << 20) as f64,
             *peak as f64 / 1024.0
         );
