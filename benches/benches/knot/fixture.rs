@@ -1,5 +1,7 @@
-//! The shared fixture: one atpds in process, an account, latency proxies
-//! in front of it, and a sandbox where `git` finds the helper on its PATH.
+//! The fixture of one store: a server (atpds in this process, or the
+//! official PDS as its own node process), an account on it, latency
+//! proxies in front of it, and a sandbox where `git` finds the helper on
+//! its PATH with that account's credentials.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,11 +15,16 @@ pub const PASSWORD: &str = "knot-bench-password";
 pub const HANDLE: &str = "knot.bench.test";
 
 pub struct Fixture {
-    /// The server (behind a lock only so the fixture is `Sync` for the
-    /// writers' threads; nothing locks it).
-    _pds: Mutex<xrpc::RunningServer>,
+    /// The implementation name its rows carry (`atpds`, `official-pds`).
+    pub name: &'static str,
+    /// The server, kept alive with the fixture (behind a lock only so the
+    /// fixture is `Sync` for the writers' threads; nothing locks it).
+    _server: Mutex<Box<dyn std::any::Any + Send>>,
     pds_addr: std::net::SocketAddr,
     pub did: String,
+    /// The helper's credentials (`ATPROTO_IDENTIFIER`, `ATPROTO_PASSWORD`).
+    identifier: String,
+    password: String,
     pub root: PathBuf,
     bin: PathBuf,
     /// Requests, round trips and connects per benchmark id (the last
@@ -46,6 +53,47 @@ impl Fixture {
                 .expect("createAccount");
             v["did"].as_str().expect("did").to_owned()
         });
+        let pds_addr = pds.addr();
+        Fixture::new(
+            "atpds",
+            root,
+            Box::new(pds),
+            pds_addr,
+            did,
+            HANDLE.into(),
+            PASSWORD.into(),
+        )
+    }
+
+    /// The official PDS (`benches::official_pds`), with account
+    /// `knotbench.test` (its dev-mode handles are one label under `.test`),
+    /// its sandbox under `root`.
+    pub fn official(root: &Path, pds: benches::official_pds::OfficialPds) -> Fixture {
+        let account = pds
+            .create_account("knotbench")
+            .expect("official-pds: createAccount");
+        let pds_addr = pds.addr();
+        Fixture::new(
+            "official-pds",
+            root,
+            Box::new(pds),
+            pds_addr,
+            account.did,
+            account.handle,
+            benches::official_pds::PASSWORD.into(),
+        )
+    }
+
+    fn new(
+        name: &'static str,
+        root: &Path,
+        server: Box<dyn std::any::Any + Send>,
+        pds_addr: std::net::SocketAddr,
+        did: String,
+        identifier: String,
+        password: String,
+    ) -> Fixture {
+        std::fs::create_dir_all(root).expect("fixture root");
         let bin = root.join("bin");
         std::fs::create_dir_all(&bin).expect("bin dir");
         std::os::unix::fs::symlink(
@@ -54,11 +102,13 @@ impl Fixture {
         )
         .expect("symlink the helper");
         std::fs::create_dir_all(root.join("home")).expect("home");
-        let pds_addr = pds.addr();
         Fixture {
-            _pds: Mutex::new(pds),
+            name,
+            _server: Mutex::new(server),
             pds_addr,
             did,
+            identifier,
+            password,
             root: root.to_owned(),
             bin,
             counts: Mutex::new(BTreeMap::new()),
@@ -93,8 +143,8 @@ impl Fixture {
             .env("GIT_AUTHOR_EMAIL", "bench@example.com")
             .env("GIT_COMMITTER_NAME", "Bench")
             .env("GIT_COMMITTER_EMAIL", "bench@example.com")
-            .env("ATPROTO_IDENTIFIER", HANDLE)
-            .env("ATPROTO_PASSWORD", PASSWORD)
+            .env("ATPROTO_IDENTIFIER", &self.identifier)
+            .env("ATPROTO_PASSWORD", &self.password)
             .env_remove("GIT_DIR");
         c
     }

@@ -5,7 +5,9 @@
 //! the time, the helper's peak RSS (its own `VmHWM`, written by
 //! `knot_bench_helper` at exit; git's pack-objects and index-pack are
 //! other processes) is recorded per size: the target is flat across
-//! sizes and under 64 MiB.
+//! sizes and under 64 MiB. Every store given runs the same rows (the
+//! official PDS under `BENCH_PEERS=1`: its default blob limit, 5 MiB, holds
+//! the 4 MiB parts); the repositories are generated once.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -98,13 +100,19 @@ fn run_measured(f: &Fixture, dir: &Path, args: &[&str]) -> (Duration, u64) {
     (d, peak)
 }
 
-pub fn run(target: &mut BenchTarget, f: &Fixture, sizes: &[usize]) {
-    let proxy = f.proxy(Duration::ZERO);
+pub fn run(target: &mut BenchTarget, stores: &[&Fixture], sizes: &[usize]) {
+    let Some(first) = stores.first() else { return };
+    let proxies: Vec<_> = stores.iter().map(|f| f.proxy(Duration::ZERO)).collect();
     let repos: Vec<(usize, PathBuf, u64)> = sizes
         .iter()
         .map(|&mib| {
-            let dir = generate(f, &format!("large-{mib}"), mib, datagen::SEED ^ mib as u64);
-            let bytes = packed_bytes(f, &dir);
+            let dir = generate(
+                first,
+                &format!("large-{mib}"),
+                mib,
+                datagen::SEED ^ mib as u64,
+            );
+            let bytes = packed_bytes(first, &dir);
             (mib, dir, bytes)
         })
         .collect();
@@ -113,76 +121,80 @@ pub fn run(target: &mut BenchTarget, f: &Fixture, sizes: &[usize]) {
     if target.may_run("knot.large_push") {
         let mut g = target.group("knot.large_push");
         g.criterion().sample_size(10);
-        for (mib, dir, bytes) in &repos {
-            let tier = format!("{mib}MiB");
-            let id = g.id("atpds", &tier);
-            let mut peak = 0;
-            g.throughput(Throughput::Bytes(*bytes));
-            g.bench("atpds", &tier, |b| {
-                b.iter_custom(|iters| {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        counter += 1;
-                        let url = f.url(&proxy, &format!("large-{mib}-{counter}"));
-                        let (d, p) = run_measured(f, dir, &["push", "-q", &url, "main"]);
-                        total += d;
-                        peak = peak.max(p);
-                        assert_eq!(
-                            f.remote_ref(dir, &url, "refs/heads/main"),
-                            Some(f.git(dir, &["rev-parse", "HEAD"]))
-                        );
-                    }
-                    total
+        for (f, proxy) in stores.iter().zip(&proxies) {
+            for (mib, dir, bytes) in &repos {
+                let tier = format!("{mib}MiB");
+                let id = g.id(f.name, &tier);
+                let mut peak = 0;
+                g.throughput(Throughput::Bytes(*bytes));
+                g.bench(f.name, &tier, |b| {
+                    b.iter_custom(|iters| {
+                        let mut total = Duration::ZERO;
+                        for _ in 0..iters {
+                            counter += 1;
+                            let url = f.url(proxy, &format!("large-{mib}-{counter}"));
+                            let (d, p) = run_measured(f, dir, &["push", "-q", &url, "main"]);
+                            total += d;
+                            peak = peak.max(p);
+                            assert_eq!(
+                                f.remote_ref(dir, &url, "refs/heads/main"),
+                                Some(f.git(dir, &["rev-parse", "HEAD"]))
+                            );
+                        }
+                        total
+                    });
                 });
-            });
-            f.note(&id, "helper_peak_rss_kib", peak.into());
-            f.note(&id, "packed_bytes", (*bytes).into());
-            rss_table.push(("push", *mib, *bytes, peak));
+                f.note(&id, "helper_peak_rss_kib", peak.into());
+                f.note(&id, "packed_bytes", (*bytes).into());
+                rss_table.push((f.name, "push", *mib, *bytes, peak));
+            }
         }
         g.finish();
     }
     if target.may_run("knot.large_clone") {
         let mut g = target.group("knot.large_clone");
         g.criterion().sample_size(10);
-        for (mib, dir, bytes) in &repos {
-            let url = f.url(&proxy, &format!("large-{mib}-src"));
-            f.git(dir, &["push", "-q", &url, "main"]);
-            let tier = format!("{mib}MiB");
-            let id = g.id("atpds", &tier);
-            let mut peak = 0;
-            g.throughput(Throughput::Bytes(*bytes));
-            g.bench("atpds", &tier, |b| {
-                b.iter_custom(|iters| {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        counter += 1;
-                        let into = format!("large-clone-{counter}");
-                        let (d, p) = run_measured(
-                            f,
-                            &f.root,
-                            &["clone", "-q", "--no-checkout", &url, &into],
-                        );
-                        total += d;
-                        peak = peak.max(p);
-                        let c = f.root.join(&into);
-                        assert_eq!(
-                            f.git(&c, &["rev-parse", "HEAD"]),
-                            f.git(dir, &["rev-parse", "HEAD"])
-                        );
-                        let _ = std::fs::remove_dir_all(&c);
-                    }
-                    total
+        for (f, proxy) in stores.iter().zip(&proxies) {
+            for (mib, dir, bytes) in &repos {
+                let url = f.url(proxy, &format!("large-{mib}-src"));
+                f.git(dir, &["push", "-q", &url, "main"]);
+                let tier = format!("{mib}MiB");
+                let id = g.id(f.name, &tier);
+                let mut peak = 0;
+                g.throughput(Throughput::Bytes(*bytes));
+                g.bench(f.name, &tier, |b| {
+                    b.iter_custom(|iters| {
+                        let mut total = Duration::ZERO;
+                        for _ in 0..iters {
+                            counter += 1;
+                            let into = format!("large-clone-{counter}");
+                            let (d, p) = run_measured(
+                                f,
+                                &f.root,
+                                &["clone", "-q", "--no-checkout", &url, &into],
+                            );
+                            total += d;
+                            peak = peak.max(p);
+                            let c = f.root.join(&into);
+                            assert_eq!(
+                                f.git(&c, &["rev-parse", "HEAD"]),
+                                f.git(dir, &["rev-parse", "HEAD"])
+                            );
+                            let _ = std::fs::remove_dir_all(&c);
+                        }
+                        total
+                    });
                 });
-            });
-            f.note(&id, "helper_peak_rss_kib", peak.into());
-            f.note(&id, "packed_bytes", (*bytes).into());
-            rss_table.push(("clone", *mib, *bytes, peak));
+                f.note(&id, "helper_peak_rss_kib", peak.into());
+                f.note(&id, "packed_bytes", (*bytes).into());
+                rss_table.push((f.name, "clone", *mib, *bytes, peak));
+            }
         }
         g.finish();
     }
-    for (op, mib, bytes, peak) in &rss_table {
+    for (store, op, mib, bytes, peak) in &rss_table {
         eprintln!(
-            "atbench: knot: helper peak RSS, {op} of a {mib} MiB repository ({:.1} MiB packed): {:.1} MiB",
+            "atbench: knot: helper peak RSS, {op} of a {mib} MiB repository ({:.1} MiB packed), {store}: {:.1} MiB",
             *bytes as f64 / (1 << 20) as f64,
             *peak as f64 / 1024.0
         );

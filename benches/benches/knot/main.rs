@@ -16,11 +16,13 @@
 //! pushes and retries, and the peak RSS per size go to the run context
 //! (`context/knot.json`) and stderr: Criterion has no column for them.
 //!
-//! Peer rows (`official-pds.cold` / `official-pds.warm`: the same helper
-//! in front of `@atproto/pds` 0.4.217 as a full server) come from
-//! `peers/official-pds-server`, prepared on another branch; until it
-//! lands, `BENCH_PEERS=1` prints why they are skipped (and
-//! `BENCH_REQUIRE_LIVE=1` fails).
+//! Peer rows (`official-pds.cold` / `official-pds.warm` of the operation
+//! groups, `official-pds` of the large-repository groups), under `BENCH_PEERS=1` outside `--test`: the official PDS
+//! (`@atproto/pds` 0.4.217 as a full server, [`benches::official_pds`])
+//! started in its own directory, an account created on it, and the same
+//! operations run through the same helper behind the same proxies in the
+//! same groups, verified the same way. When it cannot start the rows are
+//! skipped with the reason printed (`BENCH_REQUIRE_LIVE=1` fails instead).
 
 use std::time::Duration;
 
@@ -32,23 +34,37 @@ mod large;
 mod ops;
 mod writers;
 
-/// The hook where the official PDS's rows will run.
-fn peer_rows(target: &mut BenchTarget) {
-    if std::env::var("BENCH_PEERS").is_ok_and(|v| v == "1") {
-        let reason =
-            "the official PDS as a full server (peers/official-pds-server) is not in this tree yet";
-        assert!(
-            !std::env::var("BENCH_REQUIRE_LIVE").is_ok_and(|v| v == "1"),
-            "BENCH_REQUIRE_LIVE=1: {reason}"
-        );
+/// The large-repository groups.
+const LARGE: [&str; 2] = ["knot.large_push", "knot.large_clone"];
+
+/// The official PDS's fixture, or `None` after printing why its rows
+/// do not run.
+fn peer_store(target: &mut BenchTarget, root: &std::path::Path) -> Option<fixture::Fixture> {
+    if std::env::var("BENCH_PEERS").as_deref() != Ok("1") {
+        return None;
+    }
+    let pds = match benches::peers::skip_reason() {
+        None => benches::official_pds::OfficialPds::start_or_skip("knot"),
+        Some(reason) => {
+            eprintln!("atbench: knot: official-pds rows skipped: {reason}");
+            None
+        }
+    };
+    let Some(pds) = pds else {
+        let why = "the official PDS does not run here (reason above)";
         for g in ops::GROUPS {
             for imp in ["official-pds.cold", "official-pds.warm"] {
                 if g != "knot.clone" || imp.ends_with("cold") {
-                    target.skip_rows(g, imp, reason);
+                    target.skip_rows(g, imp, why);
                 }
             }
         }
-    }
+        for g in LARGE {
+            target.skip_rows(g, "official-pds", why);
+        }
+        return None;
+    };
+    Some(fixture::Fixture::official(root, pds))
 }
 
 fn main() {
@@ -81,19 +97,30 @@ fn main() {
             "client": "git (real processes) + git-remote-at, one helper process per git command; atpds in this process behind knot::proxy",
         }),
     );
+    let peer = if ops::GROUPS.iter().chain(&LARGE).any(|g| target.may_run(g)) {
+        peer_store(&mut target, &dir.path().join("official-pds"))
+    } else {
+        None
+    };
     if ops::GROUPS.iter().any(|g| target.may_run(g)) {
-        ops::run(&mut target, &f, &rtts);
+        let mut stores = vec![&f];
+        stores.extend(peer.as_ref());
+        ops::run(&mut target, &stores, &rtts);
     }
     if target.may_run("knot.writers") {
         // 16 writers take one rebase round per landed push: not in the smoke run.
         let writers: &[usize] = if smoke { &[1, 4] } else { &[1, 4, 16] };
         writers::run(&mut target, &f, Duration::from_millis(50), writers);
     }
-    if target.may_run("knot.large_push") || target.may_run("knot.large_clone") {
-        large::run(&mut target, &f, sizes);
+    if LARGE.iter().any(|g| target.may_run(g)) {
+        let mut stores = vec![&f];
+        stores.extend(peer.as_ref());
+        large::run(&mut target, &stores, sizes);
     }
-    peer_rows(&mut target);
-    let counts = f.counts.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let mut counts = f.counts.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    if let Some(p) = &peer {
+        counts.extend(p.counts.lock().unwrap_or_else(|e| e.into_inner()).clone());
+    }
     for (id, v) in &counts {
         eprintln!("atbench: {id}: {v}");
     }

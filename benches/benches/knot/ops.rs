@@ -2,7 +2,9 @@
 //! push of one commit, new branch, delete; cold (the clone's warm state
 //! removed first) and warm, at each RTT tier. Only the git command is
 //! timed; the proxy's request and round-trip counts of the same command
-//! are recorded per id.
+//! are recorded per id. Every store given (atpds, and the official PDS
+//! under `BENCH_PEERS=1`) runs the same operations through the same helper
+//! behind its own proxies, in the same group.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -23,6 +25,7 @@ pub const GROUPS: [&str; 6] = [
 ];
 
 struct Tier<'a> {
+    f: &'a Fixture,
     name: String,
     proxy: &'a LatencyProxy,
     url: String,
@@ -30,21 +33,23 @@ struct Tier<'a> {
     reader: std::path::PathBuf,
 }
 
-fn timed(f: &Fixture, t: &Tier<'_>, id: &str, run: impl FnOnce()) -> Duration {
+fn timed(t: &Tier<'_>, id: &str, run: impl FnOnce()) -> Duration {
     t.proxy.take();
     let start = Instant::now();
     run();
     let d = start.elapsed();
-    f.record(id, t.proxy.take());
+    t.f.record(id, t.proxy.take());
     d
 }
 
-pub fn run(target: &mut BenchTarget, f: &Fixture, rtts: &[Duration]) {
-    let proxies: Vec<LatencyProxy> = rtts.iter().map(|r| f.proxy(*r)).collect();
-    let tiers: Vec<Tier<'_>> = rtts
+pub fn run(target: &mut BenchTarget, stores: &[&Fixture], rtts: &[Duration]) {
+    let proxies: Vec<(&Fixture, Duration, LatencyProxy)> = stores
         .iter()
-        .zip(&proxies)
-        .map(|(rtt, proxy)| {
+        .flat_map(|f| rtts.iter().map(move |r| (*f, *r, f.proxy(*r))))
+        .collect();
+    let tiers: Vec<Tier<'_>> = proxies
+        .iter()
+        .map(|&(f, rtt, ref proxy)| {
             let name = format!("rtt-{}ms", rtt.as_millis());
             let repo = format!("ops-{}", rtt.as_millis());
             let url = f.url(proxy, &repo);
@@ -55,6 +60,7 @@ pub fn run(target: &mut BenchTarget, f: &Fixture, rtts: &[Duration]) {
             f.git(&f.root, &["clone", "-q", &url, &format!("{repo}-reader")]);
             let reader = f.root.join(format!("{repo}-reader"));
             Tier {
+                f,
                 name,
                 proxy,
                 url,
@@ -74,13 +80,15 @@ pub fn run(target: &mut BenchTarget, f: &Fixture, rtts: &[Duration]) {
         let mut g = target.group("knot.clone");
         g.criterion().sample_size(10);
         for t in &tiers {
-            let id = g.id("atpds.cold", &t.name);
-            g.bench("atpds.cold", &t.name, |b| {
+            let f = t.f;
+            let imp = format!("{}.cold", f.name);
+            let id = g.id(&imp, &t.name);
+            g.bench(&imp, &t.name, |b| {
                 b.iter_custom(|iters| {
                     let mut total = Duration::ZERO;
                     for _ in 0..iters {
                         let dir = format!("clone-{}", bump());
-                        total += timed(f, t, &id, || {
+                        total += timed(t, &id, || {
                             f.git(&f.root, &["clone", "-q", &t.url, &dir]);
                         });
                         let d = f.root.join(&dir);
@@ -119,14 +127,14 @@ pub fn run(target: &mut BenchTarget, f: &Fixture, rtts: &[Duration]) {
         g.criterion().sample_size(10);
         for t in &tiers {
             for cold in [true, false] {
-                let imp = if cold { "atpds.cold" } else { "atpds.warm" };
-                let id = g.id(imp, &t.name);
+                let imp = format!("{}.{}", t.f.name, if cold { "cold" } else { "warm" });
+                let id = g.id(&imp, &t.name);
                 let k = bump();
-                g.bench(imp, &t.name, |b| {
+                g.bench(&imp, &t.name, |b| {
                     b.iter_custom(|iters| {
                         let mut total = Duration::ZERO;
                         for _ in 0..iters {
-                            total += op.once(f, t, &id, cold, &format!("b{k}-{}", bump()));
+                            total += op.once(t, &id, cold, &format!("b{k}-{}", bump()));
                         }
                         total
                     });
@@ -147,7 +155,8 @@ enum Op {
 }
 
 impl Op {
-    fn once(self, f: &Fixture, t: &Tier<'_>, id: &str, cold: bool, tag: &str) -> Duration {
+    fn once(self, t: &Tier<'_>, id: &str, cold: bool, tag: &str) -> Duration {
+        let f = t.f;
         let (w, r) = (t.writer.as_path(), t.reader.as_path());
         let cool = |d: &Path| {
             if cold {
@@ -158,7 +167,7 @@ impl Op {
             Op::NoopFetch => {
                 f.git(r, &["fetch", "-q", "origin"]);
                 cool(r);
-                let d = timed(f, t, id, || {
+                let d = timed(t, id, || {
                     f.git(r, &["fetch", "-q", "origin"]);
                 });
                 assert_eq!(
@@ -172,7 +181,7 @@ impl Op {
                 let c = f.commit(w, "log.txt", &format!("{tag}\n"));
                 f.git(w, &["push", "-q", "origin", "main"]);
                 cool(r);
-                let d = timed(f, t, id, || {
+                let d = timed(t, id, || {
                     f.git(r, &["fetch", "-q", "origin"]);
                 });
                 assert_eq!(f.git(r, &["rev-parse", "origin/main"]), c);
@@ -181,7 +190,7 @@ impl Op {
             Op::PushOne => {
                 let c = f.commit(w, "log.txt", &format!("{tag}\n"));
                 cool(w);
-                let d = timed(f, t, id, || {
+                let d = timed(t, id, || {
                     f.git(w, &["push", "-q", "origin", "main"]);
                 });
                 assert_eq!(
@@ -193,7 +202,7 @@ impl Op {
             Op::NewBranch => {
                 let name = format!("refs/heads/{tag}");
                 cool(w);
-                let d = timed(f, t, id, || {
+                let d = timed(t, id, || {
                     f.git(w, &["push", "-q", "origin", &format!("main:{name}")]);
                 });
                 assert_eq!(
@@ -207,7 +216,7 @@ impl Op {
                 let name = format!("refs/heads/{tag}");
                 f.git(w, &["push", "-q", "origin", &format!("main:{name}")]);
                 cool(w);
-                let d = timed(f, t, id, || {
+                let d = timed(t, id, || {
                     f.git(w, &["push", "-q", "origin", &format!(":{name}")]);
                 });
                 assert_eq!(f.remote_ref(w, &t.url, &name), None);

@@ -15,7 +15,7 @@ use crate::names::{pack_rkey, ref_rkey};
 use crate::records::{
     PACK_NSID, PackEntry, PackRecord, REF_NSID, REPO_NSID, RefRecord, RepoRecord,
 };
-use crate::remote::{Remote, Swap, swap_cid_from_message};
+use crate::remote::{Remote, Swap, swap_from_message};
 use crate::state::{CachedRef, CachedRepo};
 use crate::upload::{Uploaded, pack_and_upload};
 
@@ -514,19 +514,27 @@ async fn write_ref(
         let Some(message) = invalid_swap(&e) else {
             return RefResult::Failed(e.to_string());
         };
-        // A forced write needs only the CID, which the reference PDS's
-        // message names; anything else re-reads the ref and checks again.
+        // The message names what the record was ("Record was at <cid>" or
+        // "... at null", the reference PDS's wording and atpds's). No
+        // record: the checks need no target, so no re-read. A forced write
+        // needs only the CID. Anything else needs the record's target for
+        // the fast-forward (or lease) check, and a CID does not give it:
+        // the ref is read again.
+        let seen = swap_from_message(message);
         if p.force
             && p.lease.is_none()
             && p.new.is_some()
-            && let (Some(cid), Some(cur)) = (swap_cid_from_message(message), current.as_mut())
+            && let (Some(Some(cid)), Some(cur)) = (&seen, current.as_mut())
         {
-            cur.cid = cid;
+            cur.cid.clone_from(cid);
             continue;
         }
-        current = match r.read_ref(&p.dst).await {
-            Ok(c) => c,
-            Err(e) => return RefResult::Failed(e.to_string()),
+        current = match seen {
+            Some(None) => None,
+            _ => match r.read_ref(&p.dst).await {
+                Ok(c) => c,
+                Err(e) => return RefResult::Failed(e.to_string()),
+            },
         };
         match verdict(p, current.as_ref().map(|c| c.record.target.as_str())) {
             Ok(Verdict::Go) => {}

@@ -454,15 +454,20 @@ impl Remote {
     }
 }
 
-/// The CID an `InvalidSwap` message names ("Record was at <cid>"), as the
-/// reference PDS words it.
-pub fn swap_cid_from_message(message: &str) -> Option<String> {
+/// What an `InvalidSwap` message says the record was, as the reference PDS
+/// (and atpds) words it: "Record was at <cid>" is `Some(Some(cid))`,
+/// "Record was at null" (no record) is `Some(None)`; any other wording is
+/// `None` (the caller reads the record instead).
+pub fn swap_from_message(message: &str) -> Option<Option<String>> {
     let rest = message.split("Record was at ").nth(1)?;
-    let cid: String = rest
+    let word: String = rest
         .chars()
         .take_while(|c| c.is_ascii_alphanumeric())
         .collect();
-    (cid.len() > 8).then_some(cid)
+    if word == "null" {
+        return Some(None);
+    }
+    (word.len() > 8).then_some(Some(word))
 }
 
 #[cfg(test)]
@@ -472,9 +477,12 @@ mod tests {
     #[test]
     fn cid_in_invalid_swap_message() {
         assert_eq!(
-            swap_cid_from_message("Record was at bafyreiabcdefghij").as_deref(),
-            Some("bafyreiabcdefghij")
+            swap_from_message("Record was at bafyreiabcdefghij"),
+            Some(Some("bafyreiabcdefghij".into()))
         );
-        assert_eq!(swap_cid_from_message("invalid swap on x"), None);
+        assert_eq!(swap_from_message("Record was at null"), Some(None));
+        assert_eq!(swap_from_message("Record was at nu"), None);
+        assert_eq!(swap_from_message("invalid swap on x"), None);
+        assert_eq!(swap_from_message("Commit was at bafyreiabcdefghij"), None);
     }
 }

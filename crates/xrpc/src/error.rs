@@ -117,6 +117,20 @@ impl XrpcError {
     }
 }
 
+/// The message of an `InvalidSwap`, worded as the reference PDS words it
+/// (its `BadCommitSwapError` / `BadRecordSwapError`): "Commit was at
+/// <cid>" for `swapCommit`, "Record was at <cid>" (or "... at null" when
+/// the record does not exist) for `swapRecord`. A client can take the
+/// current CID from it instead of reading the record again.
+fn swap_message(what: &str, found: Option<&repo::Cid>) -> String {
+    let at = found.map_or_else(|| "null".to_owned(), ToString::to_string);
+    if what == "commit" {
+        format!("Commit was at {at}")
+    } else {
+        format!("Record was at {at}")
+    }
+}
+
 impl From<StoreError> for XrpcError {
     fn from(e: StoreError) -> Self {
         use StoreError as E;
@@ -130,7 +144,9 @@ impl From<StoreError> for XrpcError {
             | E::RecordExists(_)
             | E::InvalidAccountStatus(_) => XrpcError::invalid(e.to_string()),
             E::BlobTooLarge { .. } => XrpcError::too_large(e.to_string()),
-            E::InvalidSwap { .. } => XrpcError::bad("InvalidSwap", e.to_string()),
+            E::InvalidSwap { what, found, .. } => {
+                XrpcError::bad("InvalidSwap", swap_message(&what, found.as_ref()))
+            }
             E::UnknownAccount(_) => XrpcError::bad("RepoNotFound", e.to_string()),
             E::RecordNotFound(_) => XrpcError::bad("RecordNotFound", e.to_string()),
             E::ReadOnlyAccount(_) => {

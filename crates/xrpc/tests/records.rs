@@ -92,12 +92,19 @@ async fn create_get_list_put_delete_apply() {
     let p1 = put("self", "one", None).await.ok_json();
     assert_eq!(p1["validationStatus"], "unknown");
     assert!(p1["commit"]["cid"].is_string() && p1["commit"]["rev"].is_string());
-    put("self", "two", Some(json!(other)))
-        .await
-        .expect_error(400, "InvalidSwap");
-    put("self", "two", Some(json!(null)))
-        .await
-        .expect_error(400, "InvalidSwap");
+    // The message names the record's current CID as the reference PDS
+    // words it ("Record was at <cid>"), so a client needs no re-read.
+    let r = put("self", "two", Some(json!(other))).await;
+    r.expect_error(400, "InvalidSwap");
+    let was_at = format!("Record was at {}", p1["cid"].as_str().unwrap());
+    assert_eq!(r.json()["message"], was_at);
+    let r = put("self", "two", Some(json!(null))).await;
+    r.expect_error(400, "InvalidSwap");
+    assert_eq!(r.json()["message"], was_at);
+    // A swap on a record that does not exist: "Record was at null".
+    let r = put("absent", "x", Some(p1["cid"].clone())).await;
+    r.expect_error(400, "InvalidSwap");
+    assert_eq!(r.json()["message"], "Record was at null");
     put("self", "two", Some(p1["cid"].clone())).await.ok_json();
     let got = s
         .get(&format!(
@@ -127,9 +134,18 @@ async fn create_get_list_put_delete_apply() {
         .expect_error(400, "InvalidRequest");
     let bad_swap =
         json!({"repo": did, "collection": POST, "record": {"text": "x"}, "swapCommit": other});
-    s.post("/xrpc/com.atproto.repo.createRecord", Some(&tok), &bad_swap)
+    let r = s
+        .post("/xrpc/com.atproto.repo.createRecord", Some(&tok), &bad_swap)
+        .await;
+    r.expect_error(400, "InvalidSwap");
+    let head = s
+        .get(&format!("/xrpc/com.atproto.sync.getLatestCommit?did={did}"))
         .await
-        .expect_error(400, "InvalidSwap");
+        .ok_json();
+    assert_eq!(
+        r.json()["message"],
+        format!("Commit was at {}", head["cid"].as_str().unwrap())
+    );
 
     // applyWrites: one of each, results in order.
     let head = s
