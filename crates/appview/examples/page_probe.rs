@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! cargo build --release -p appview --example page_probe --features workload
-//! valgrind --tool=callgrind --cache-sim=yes --toggle-collect='page_probe::read_pages*' \
+//! valgrind --tool=callgrind --cache-sim=yes --toggle-collect='*read_pages*' \
 //!     target/release/examples/page_probe [PATTERN] [PAGES]
 //! callgrind_annotate callgrind.out.<pid> | head
 //! ```
