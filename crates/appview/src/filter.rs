@@ -22,10 +22,11 @@
 use std::sync::Arc;
 
 use crate::error::{AppviewError, Result};
-use crate::index::{Index, Sets};
+use crate::index::{Index, Sets, TimeKey};
 use crate::model::{Flow, FlowRun, FlowRunState, StateType};
 use crate::ordset::OrdSet;
 use crate::query::RunWithState;
+use crate::rows::Slot;
 use crate::uuid::Uuid;
 
 /// An inclusive time range (µs); an unset side is open. Prefect's
@@ -56,11 +57,11 @@ impl Bounds {
     }
 
     /// The keys of `set` inside the range, as ranks `lo..hi`.
-    fn ranks(&self, set: &OrdSet<(i64, Uuid)>) -> (usize, usize) {
-        let lo = self.after.map_or(0, |a| set.rank(&(a, Uuid(0))));
+    fn ranks(&self, set: &OrdSet<TimeKey>) -> (usize, usize) {
+        let lo = self.after.map_or(0, |a| set.rank(&(a, Uuid(0), 0)));
         let hi = match self.before {
             Some(b) => match b.checked_add(1) {
-                Some(past) => set.rank(&(past, Uuid(0))),
+                Some(past) => set.rank(&(past, Uuid(0), 0)),
                 None => set.len(),
             },
             None => set.len(),
@@ -168,15 +169,16 @@ enum Field {
     Ended,
 }
 
-type Keys<'a> = Box<dyn Iterator<Item = (i64, Uuid)> + 'a>;
+type Keys<'a> = Box<dyn Iterator<Item = TimeKey> + 'a>;
 
-/// Walks `sets` merged: the largest key first when `desc`.
+/// Walks `sets` merged: the largest key first when `desc`; yields the
+/// runs' slots.
 fn merge<'a>(
     mut its: Vec<std::iter::Peekable<Keys<'a>>>,
     desc: bool,
-) -> impl Iterator<Item = Uuid> + 'a {
+) -> impl Iterator<Item = Slot> + 'a {
     std::iter::from_fn(move || {
-        let mut best: Option<(usize, (i64, Uuid))> = None;
+        let mut best: Option<(usize, TimeKey)> = None;
         for (i, it) in its.iter_mut().enumerate() {
             if let Some(&k) = it.peek() {
                 let better = match best {
@@ -189,7 +191,7 @@ fn merge<'a>(
             }
         }
         let (i, _) = best?;
-        its[i].next().map(|k| k.1)
+        its[i].next().map(|k| k.2)
     })
 }
 
@@ -224,10 +226,10 @@ impl Index {
                 return if desc {
                     Box::new(
                         ids.rev_from(ids.len().saturating_sub(skip))
-                            .map(|id| (0, *id)),
+                            .map(|&(id, slot)| (0, id, slot)),
                     )
                 } else {
-                    Box::new(ids.iter_from(skip).map(|id| (0, *id)))
+                    Box::new(ids.iter_from(skip).map(|&(id, slot)| (0, id, slot)))
                 };
             }
             Field::Started => (&sets.started, Bounds::default()),
@@ -290,22 +292,19 @@ impl Index {
             .map(|s| Index::keys(s, field, filter, desc, skip).peekable())
             .collect();
         let runs = merge(its, desc);
-        let runs: Box<dyn Iterator<Item = Uuid>> = if unended {
+        let runs: Box<dyn Iterator<Item = Slot>> = if unended {
             let rest = pops
                 .iter()
                 .map(|s| Index::keys(s, Field::Ids, filter, true, 0).peekable())
                 .collect();
-            let runs_map = &self.runs;
-            Box::new(
-                runs.chain(
-                    merge(rest, true)
-                        .filter(move |id| runs_map.get(id).is_some_and(|r| r.end.is_none())),
-                ),
-            )
+            let rows = &self.runs;
+            Box::new(runs.chain(
+                merge(rest, true).filter(move |&s| rows.at(s).is_some_and(|r| r.end.is_none())),
+            ))
         } else {
             Box::new(runs)
         };
-        runs.filter_map(|id| self.runs.get(&id))
+        runs.filter_map(|s| self.runs.at(s))
             .filter(|r| !residual || filter.holds(r))
             .skip(offset - skip)
             .take(limit)
@@ -325,7 +324,7 @@ impl Index {
             .populations(filter)
             .into_iter()
             .flat_map(|s| s.ids.iter())
-            .filter_map(|id| self.runs.get(id))
+            .filter_map(|&(_, slot)| self.runs.at(slot))
             .filter(|r| filter.holds(r))
             .collect();
         match sort {
@@ -367,7 +366,7 @@ impl Index {
             _ => pops
                 .iter()
                 .flat_map(|s| s.ids.iter())
-                .filter_map(|id| self.runs.get(id))
+                .filter_map(|&(_, slot)| self.runs.at(slot))
                 .filter(|r| filter.holds(r))
                 .count(),
         }
@@ -402,7 +401,7 @@ impl Index {
 
     /// A run with its current state.
     pub fn run_with_state(&self, id: Uuid) -> Option<RunWithState> {
-        self.runs.get(&id).map(|run| RunWithState {
+        self.run_by_id(&id).map(|run| RunWithState {
             state: self.states.get(&run.state_id).cloned(),
             run: run.clone(),
         })

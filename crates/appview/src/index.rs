@@ -38,34 +38,58 @@ use crate::query::{
     RunWithState, WINDOW_LIMIT, window,
 };
 use crate::record;
+use crate::rows::{Rows, Slot};
 use crate::uuid::Uuid;
 
+/// A key of a time-ordered set: (time, id), then the run's slot in
+/// [`Rows`] (ids are unique, so the slot never decides the order; it is
+/// carried so a page reads its rows without a lookup by id).
+pub(crate) type TimeKey = (i64, Uuid, Slot);
+/// A key of an id-ordered set: the id, then the run's slot.
+pub(crate) type IdKey = (Uuid, Slot);
+
 /// The ordered sets of one population (all runs, or one state type's).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Sets {
-    pub(crate) expected: OrdSet<(i64, Uuid)>,
-    pub(crate) started: OrdSet<(i64, Uuid)>,
-    pub(crate) ended: OrdSet<(i64, Uuid)>,
-    pub(crate) ids: OrdSet<Uuid>,
+    pub(crate) expected: OrdSet<TimeKey>,
+    pub(crate) started: OrdSet<TimeKey>,
+    pub(crate) ended: OrdSet<TimeKey>,
+    pub(crate) ids: OrdSet<IdKey>,
 }
 
-impl Sets {
-    fn add(&mut self, r: &FlowRun) {
-        self.expected.insert((r.expected_start, r.id));
-        self.started.insert((r.start_or_expected(), r.id));
-        if let Some(end) = r.end {
-            self.ended.insert((end, r.id));
+impl PartialEq for Sets {
+    /// The same keys in the same orders (slots aside, as [`Rows`]'s).
+    fn eq(&self, other: &Self) -> bool {
+        fn same<K: Ord + Copy, P: PartialEq>(a: &OrdSet<K>, b: &OrdSet<K>, f: fn(&K) -> P) -> bool {
+            a.len() == b.len() && a.iter().map(f).eq(b.iter().map(f))
         }
-        self.ids.insert(r.id);
+        let t = |k: &TimeKey| (k.0, k.1);
+        same(&self.expected, &other.expected, t)
+            && same(&self.started, &other.started, t)
+            && same(&self.ended, &other.ended, t)
+            && same(&self.ids, &other.ids, |k| k.0)
+    }
+}
+
+impl Eq for Sets {}
+
+impl Sets {
+    fn add(&mut self, r: &FlowRun, slot: Slot) {
+        self.expected.insert((r.expected_start, r.id, slot));
+        self.started.insert((r.start_or_expected(), r.id, slot));
+        if let Some(end) = r.end {
+            self.ended.insert((end, r.id, slot));
+        }
+        self.ids.insert((r.id, slot));
     }
 
-    fn remove(&mut self, r: &FlowRun) {
-        self.expected.remove(&(r.expected_start, r.id));
-        self.started.remove(&(r.start_or_expected(), r.id));
+    fn remove(&mut self, r: &FlowRun, slot: Slot) {
+        self.expected.remove(&(r.expected_start, r.id, slot));
+        self.started.remove(&(r.start_or_expected(), r.id, slot));
         if let Some(end) = r.end {
-            self.ended.remove(&(end, r.id));
+            self.ended.remove(&(end, r.id, slot));
         }
-        self.ids.remove(&r.id);
+        self.ids.remove(&(r.id, slot));
     }
 }
 
@@ -75,7 +99,7 @@ impl Sets {
 pub struct Index {
     pub(crate) flows: HashMap<Uuid, Arc<Flow>>,
     pub(crate) flow_names: BTreeMap<String, Arc<Flow>>,
-    pub(crate) runs: HashMap<Uuid, Arc<FlowRun>>,
+    pub(crate) runs: Rows,
     pub(crate) states: HashMap<Uuid, Arc<FlowRunState>>,
     pub(crate) by_flow: HashMap<Uuid, HashSet<Uuid>>,
     pub(crate) all: Sets,
@@ -118,6 +142,11 @@ impl Index {
         self.runs.values()
     }
 
+    /// The run `id`.
+    pub(crate) fn run_by_id(&self, id: &Uuid) -> Option<&Arc<FlowRun>> {
+        self.runs.get(id).map(|(_, r)| r)
+    }
+
     /// Every flow, by name.
     pub fn flows(&self) -> impl Iterator<Item = &Arc<Flow>> + '_ {
         self.flow_names.values()
@@ -149,11 +178,12 @@ impl Index {
             }
             Record::Run(r) => {
                 let r = Arc::new(r);
-                if let Some(old) = self.runs.insert(r.id, r.clone()) {
-                    self.unlink_run(&old);
+                let (slot, old) = self.runs.put(r.clone());
+                if let Some(old) = old {
+                    self.unlink_run(&old, slot);
                 }
-                self.all.add(&r);
-                self.by_state[r.state_type.index()].add(&r);
+                self.all.add(&r, slot);
+                self.by_state[r.state_type.index()].add(&r, slot);
                 self.by_flow.entry(r.flow_id).or_default().insert(r.id);
             }
             Record::State(s) => {
@@ -162,9 +192,9 @@ impl Index {
         }
     }
 
-    fn unlink_run(&mut self, old: &FlowRun) {
-        self.all.remove(old);
-        self.by_state[old.state_type.index()].remove(old);
+    fn unlink_run(&mut self, old: &FlowRun, slot: Slot) {
+        self.all.remove(old, slot);
+        self.by_state[old.state_type.index()].remove(old, slot);
         if let Some(set) = self.by_flow.get_mut(&old.flow_id) {
             set.remove(&old.id);
             if set.is_empty() {
@@ -182,8 +212,8 @@ impl Index {
                 }
             }
             RUN_NSID => {
-                if let Some(old) = self.runs.remove(&id) {
-                    self.unlink_run(&old);
+                if let Some((slot, old)) = self.runs.remove(&id) {
+                    self.unlink_run(&old, slot);
                 }
             }
             STATE_NSID => {
@@ -253,14 +283,15 @@ impl Index {
         Ok(n)
     }
 
-    fn page(&self, ids: impl Iterator<Item = Uuid>) -> Page {
-        Page::Runs(ids.filter_map(|id| self.runs.get(&id).cloned()).collect())
+    /// The rows of `slots`, in order (each set's slot holds its run).
+    fn page(&self, slots: impl Iterator<Item = Slot>) -> Page {
+        Page::Runs(slots.filter_map(|s| self.runs.at(s).cloned()).collect())
     }
 
     /// Answers a read pattern (see [`Query`]).
     pub fn read(&self, query: &Query) -> Page {
         match *query {
-            Query::PointLookup(id) => Page::Run(self.runs.get(&id).map(|run| RunWithState {
+            Query::PointLookup(id) => Page::Run(self.run_by_id(&id).map(|run| RunWithState {
                 state: self.states.get(&run.state_id).cloned(),
                 run: run.clone(),
             })),
@@ -275,16 +306,16 @@ impl Index {
                     (Some(_), None) => a.next(),
                     (None, None) => None,
                 });
-                self.page(merged.take(ACTIVE_LIMIT))
+                self.page(merged.take(ACTIVE_LIMIT).map(|k| k.1))
             }
             Query::Completed50 => {
                 let set = &self.by_state[StateType::Completed.index()].started;
-                self.page(set.rev_from(set.len()).take(COMPLETED_LIMIT).map(|k| k.1))
+                self.page(set.rev_from(set.len()).take(COMPLETED_LIMIT).map(|k| k.2))
             }
             Query::Paginated => {
                 let set = &self.all.expected;
                 let end = set.len().saturating_sub(PAGE_OFFSET);
-                self.page(set.rev_from(end).take(PAGE_LIMIT).map(|k| k.1))
+                self.page(set.rev_from(end).take(PAGE_LIMIT).map(|k| k.2))
             }
             Query::CountCompleted => Page::Count(self.count_in(StateType::Completed) as u64),
             Query::FlowList => {
@@ -293,7 +324,7 @@ impl Index {
             Query::Completed1h { now } => {
                 let set = &self.all.ended;
                 let end = match now.checked_add(1) {
-                    Some(after) => set.rank(&(after, Uuid(0))),
+                    Some(after) => set.rank(&(after, Uuid(0), 0)),
                     None => set.len(),
                 };
                 let (from, _) = window(now);
@@ -301,7 +332,7 @@ impl Index {
                     set.rev_from(end)
                         .take_while(|k| k.0 >= from)
                         .take(WINDOW_LIMIT)
-                        .map(|k| k.1),
+                        .map(|k| k.2),
                 )
             }
         }
@@ -324,10 +355,12 @@ impl Lookup for Index {
     }
 
     fn run(&self, id: Uuid) -> Option<&FlowRun> {
-        self.runs.get(&id).map(|r| &**r)
+        self.run_by_id(&id).map(|r| &**r)
     }
 
     fn id_taken(&self, id: Uuid) -> bool {
-        self.runs.contains_key(&id) || self.flows.contains_key(&id) || self.states.contains_key(&id)
+        self.runs.get(&id).is_some()
+            || self.flows.contains_key(&id)
+            || self.states.contains_key(&id)
     }
 }

@@ -24,6 +24,7 @@
 //! | `record` | the records as DAG-CBOR, both ways (strict decoder, proptested) |
 //! | `plan` | the orchestration rules: an input checked and planned into a mutation |
 //! | `ordset` | [`OrdSet`]: the ordered set with rank access |
+//! | `rows` | the run rows in one slab (a slot per run, carried by the ordered sets' keys) |
 //! | `index` | [`Index`]: record maps, sets per state and flow, ordered sets; fed by `#commit` frames |
 //! | `query` | the read patterns, their parameters, the page |
 //! | `filter` | [`RunFilter`], [`RunSort`]: the general flow-run read of Prefect's `/flow_runs/filter` |
@@ -59,6 +60,7 @@ mod rebuild;
 mod record;
 #[cfg(feature = "rest")]
 pub mod rest;
+mod rows;
 mod sqlite;
 mod uuid;
 

@@ -10,7 +10,10 @@
 //!   side by side in one array, so the search touches no chunk), one in
 //!   the chunk, a shift of at most `2 * chunk` keys and an O(log c) update
 //!   (a split or a dropped chunk rebuilds the tree in O(c), amortised over
-//!   `chunk` inserts);
+//!   `chunk` inserts); the chunk of the last update is tried before the
+//!   search (a finger), and the tree update of the last changed chunk is
+//!   held back until another chunk changes, so the two halves of a move
+//!   within one chunk cost neither;
 //! - the key at rank k, and the rank of a key: O(log c + log chunk);
 //! - a page of `limit` keys from rank k, either direction: O(log c +
 //!   limit), never O(k).
@@ -38,8 +41,18 @@ pub struct OrdSet<K> {
     /// this one contiguous array instead of one heap chunk per probe
     /// (`appview.ordset_rescore` spends most of a move there otherwise).
     lasts: Vec<K>,
-    /// Fenwick tree (1-based) over `chunks[i].len()`.
+    /// Fenwick tree (1-based) over `chunks[i].len()`, except for the
+    /// change `pending` holds.
     tree: Vec<usize>,
+    /// A change of one chunk's length not yet in `tree` (chunk, delta):
+    /// a move (remove, then insert a nearby key) lands both halves in one
+    /// chunk and they cancel, so `appview.ordset_rescore` pays no tree
+    /// update for it; the reads add it in (one comparison).
+    pending: Option<(usize, isize)>,
+    /// The chunk the last insert or remove went to: tried first (two key
+    /// comparisons) before the binary search over `lasts`, since a move's
+    /// second half and the next update of a nearby key land there.
+    finger: usize,
     len: usize,
     chunk: usize,
 }
@@ -67,6 +80,8 @@ impl<K: Ord + Copy> OrdSet<K> {
             chunks: Vec::new(),
             lasts: Vec::new(),
             tree: vec![0],
+            pending: None,
+            finger: 0,
             len: 0,
             chunk: chunk.clamp(1, usize::MAX / 2),
         }
@@ -83,6 +98,7 @@ impl<K: Ord + Copy> OrdSet<K> {
     }
 
     fn rebuild(&mut self) {
+        self.pending = None;
         let n = self.chunks.len();
         self.tree.clear();
         self.tree.resize(n + 1, 0);
@@ -95,33 +111,70 @@ impl<K: Ord + Copy> OrdSet<K> {
         }
     }
 
+    /// Records that `chunk` grew or shrank by one key.
     fn add(&mut self, chunk: usize, grow: bool) {
+        let d: isize = if grow { 1 } else { -1 };
+        match self.pending {
+            Some((c, p)) if c == chunk => self.pending = Some((c, p + d)),
+            _ => {
+                self.flush();
+                self.pending = Some((chunk, d));
+            }
+        }
+    }
+
+    /// Puts the pending change into the tree.
+    fn flush(&mut self) {
+        let Some((chunk, d)) = self.pending.take() else {
+            return;
+        };
+        if d == 0 {
+            return;
+        }
         let mut i = chunk + 1;
         while i < self.tree.len() {
-            if grow {
-                self.tree[i] += 1;
-            } else {
-                self.tree[i] -= 1;
-            }
+            self.tree[i] = self.tree[i].wrapping_add_signed(d);
             i += i & i.wrapping_neg();
+        }
+    }
+
+    /// The pending change when its chunk is in `from..to`, else 0.
+    fn pending_in(&self, from: usize, to: usize) -> isize {
+        match self.pending {
+            Some((c, d)) if from <= c && c < to => d,
+            _ => 0,
         }
     }
 
     /// Keys in chunks before `chunk`.
     fn before(&self, chunk: usize) -> usize {
         let mut i = chunk;
-        let mut sum = 0;
+        let mut sum = 0usize;
         while i > 0 {
             sum += self.tree[i];
             i &= i - 1;
         }
-        sum
+        sum.wrapping_add_signed(self.pending_in(0, chunk))
     }
 
     /// The chunk that holds or would hold `key`.
     fn chunk_of(&self, key: &K) -> usize {
         let i = self.lasts.partition_point(|last| last < key);
         i.min(self.chunks.len().saturating_sub(1))
+    }
+
+    /// [`chunk_of`](Self::chunk_of) for an update: the finger's chunk
+    /// when it is the one (every earlier chunk's last key below `key`,
+    /// and `key` not above its own last unless it is the last chunk).
+    fn chunk_for_update(&mut self, key: &K) -> usize {
+        let f = self.finger;
+        let n = self.chunks.len();
+        if f < n && (f == 0 || self.lasts[f - 1] < *key) && (f + 1 == n || *key <= self.lasts[f]) {
+            return f;
+        }
+        let ci = self.chunk_of(key);
+        self.finger = ci;
+        ci
     }
 
     /// Inserts `key`; false when it was there.
@@ -134,7 +187,7 @@ impl<K: Ord + Copy> OrdSet<K> {
             self.rebuild();
             return true;
         }
-        let ci = self.chunk_of(&key);
+        let ci = self.chunk_for_update(&key);
         let chunk = &mut self.chunks[ci];
         let at = match chunk.binary_search(&key) {
             Ok(_) => return false,
@@ -166,7 +219,7 @@ impl<K: Ord + Copy> OrdSet<K> {
         if self.chunks.is_empty() {
             return false;
         }
-        let ci = self.chunk_of(key);
+        let ci = self.chunk_for_update(key);
         let chunk = &mut self.chunks[ci];
         let Ok(at) = chunk.binary_search(key) else {
             return false;
@@ -216,9 +269,14 @@ impl<K: Ord + Copy> OrdSet<K> {
             1 << (usize::BITS - 1 - n.leading_zeros())
         };
         while step > 0 {
-            if pos + step <= n && self.tree[pos + step] <= r {
-                pos += step;
-                r -= self.tree[pos];
+            if pos + step <= n {
+                // Node pos+step counts chunks pos..pos+step.
+                let keys =
+                    self.tree[pos + step].wrapping_add_signed(self.pending_in(pos, pos + step));
+                if keys <= r {
+                    pos += step;
+                    r -= keys;
+                }
             }
             step >>= 1;
         }
@@ -290,6 +348,8 @@ mod tests {
     enum Step {
         Insert(u16),
         Remove(u16),
+        /// Remove `k`, insert `k + d` (a rescore).
+        Move(u16, u16),
         Get(usize),
         Rank(u16),
         Rev(usize, usize),
@@ -300,6 +360,7 @@ mod tests {
         prop_oneof![
             4 => any::<u16>().prop_map(|k| Step::Insert(k % 512)),
             2 => any::<u16>().prop_map(|k| Step::Remove(k % 512)),
+            2 => (any::<u16>(), 0..8u16).prop_map(|(k, d)| Step::Move(k % 512, d)),
             1 => (0..600usize).prop_map(Step::Get),
             1 => any::<u16>().prop_map(|k| Step::Rank(k % 512)),
             1 => (0..600usize, 0..40usize).prop_map(|(a, b)| Step::Rev(a, b)),
@@ -316,6 +377,10 @@ mod tests {
                 match s {
                     Step::Insert(k) => prop_assert_eq!(set.insert(k), model.insert(k)),
                     Step::Remove(k) => prop_assert_eq!(set.remove(&k), model.remove(&k)),
+                    Step::Move(k, d) => {
+                        prop_assert_eq!(set.remove(&k), model.remove(&k));
+                        prop_assert_eq!(set.insert(k + d), model.insert(k + d));
+                    }
                     Step::Get(r) => prop_assert_eq!(set.get(r), model.iter().nth(r)),
                     Step::Rank(k) => {
                         prop_assert_eq!(set.rank(&k), model.range(..k).count());
