@@ -1,6 +1,7 @@
 //! Byte codecs of the data-gateway hot path: base64 (standard alphabet,
 //! padded), CRC-32 (IEEE) and sha-256; plus the RFC 3339 timestamp text
-//! ([`datetime`]) the other crates share.
+//! ([`datetime`]) and the JSON string literal ([`json_text`]) the other
+//! crates share.
 //!
 //! Each codec has a **scalar path that is the correctness oracle** and always
 //! compiles, and a fast path behind a default feature:
@@ -25,6 +26,7 @@
 pub mod base64;
 pub mod crc32;
 pub mod datetime;
+pub mod json_text;
 pub mod sha256;
 
 pub use base64::Base64Error;

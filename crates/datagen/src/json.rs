@@ -4,23 +4,7 @@
 use std::fmt::Write as _;
 
 /// Appends `s` as a JSON string literal (quoted, escaped per RFC 8259).
-pub(crate) fn push_str(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
+pub(crate) use codec::json_text::push_string as push_str;
 
 /// Appends `"key":` (keys are trusted literals and need no escaping).
 pub(crate) fn push_key(out: &mut String, key: &str) {

@@ -14,23 +14,7 @@ use crate::rest::time;
 use crate::uuid::Uuid;
 
 /// Appends `s` as a JSON string.
-pub fn string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
+pub use codec::json_text::push_string as string;
 
 fn uuid(out: &mut String, id: Uuid) {
     let mut buf = [0u8; 36];
