@@ -91,6 +91,7 @@ fn atproto_repo_probe_runs_every_group_and_checks_against_ours() {
             "repo.cbor_decode",
             "repo.cid",
             "repo.mst_add",
+            "repo.mst_diff",
             "repo.commit_sign",
             "repo.commit_verify",
             "repo.car_read"
