@@ -9,18 +9,6 @@ use std::time::Duration;
 
 use support::start_with;
 
-/// The server process's resident memory (this test process: the server
-/// runs in it).
-fn rss_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kib << 10
-}
-
 #[tokio::test]
 async fn stalled_replays_of_large_commits_hold_a_bounded_buffer_each() {
     let s = start_with(|_| {});
@@ -32,7 +20,7 @@ async fn stalled_replays_of_large_commits_hold_a_bounded_buffer_each() {
     for _ in 0..50 {
         s.post_record(&did, &tok, &text).await;
     }
-    let before = rss_bytes();
+    let before = support::rss_bytes();
     let mut stalled = Vec::new();
     for _ in 0..8 {
         let sock = tokio::net::TcpSocket::new_v4().unwrap();
@@ -51,7 +39,7 @@ async fn stalled_replays_of_large_commits_hold_a_bounded_buffer_each() {
     }
     // Let every replay read its first page and block on its socket.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let grown = rss_bytes().saturating_sub(before);
+    let grown = support::rss_bytes().saturating_sub(before);
     eprintln!("8 stalled replays: the server grew by {} MiB", grown >> 20);
     // A whole page each would be 8 x 45 MB; a bounded page is 4 MiB plus
     // one frame each.

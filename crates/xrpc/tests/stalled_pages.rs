@@ -22,16 +22,6 @@ const TEXT: usize = 900_000;
 /// Stalled clients per kind of response.
 const CLIENTS: usize = 6;
 
-fn rss_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kib << 10
-}
-
 /// A client with a 4 KiB receive buffer that sends `GET path` and never
 /// reads.
 async fn stalled_get(s: &TestServer, path: &str) -> tokio::net::TcpStream {
@@ -190,7 +180,7 @@ async fn stalled_readers_of_large_answers_hold_a_few_chunks_each() {
     );
 
     assert_eq!(held(&s), 0, "nothing is held once every answer was read");
-    let before = rss_bytes();
+    let before = support::rss_bytes();
     let mut stalled = Vec::new();
     for _ in 0..CLIENTS {
         stalled.push(
@@ -204,7 +194,7 @@ async fn stalled_readers_of_large_answers_hold_a_few_chunks_each() {
         );
     }
     let pages = settle(&s, 0).await;
-    let grown = rss_bytes().saturating_sub(before);
+    let grown = support::rss_bytes().saturating_sub(before);
     eprintln!(
         "{CLIENTS} stalled listRecords of {RECORDS} x {TEXT} B records: {} KiB held by the server, RSS +{} MiB",
         pages >> 10,
@@ -244,7 +234,7 @@ async fn stalled_readers_of_large_answers_hold_a_few_chunks_each() {
         );
     }
     let all = settle(&s, pages).await;
-    let grown = rss_bytes().saturating_sub(before);
+    let grown = support::rss_bytes().saturating_sub(before);
     eprintln!(
         "+ {CLIENTS} stalled getBlob (4 MB) and {CLIENTS} stalled sync.getRecord (900 KB): {} KiB held, RSS +{} MiB",
         all >> 10,

@@ -198,3 +198,15 @@ impl Drop for TestServer {
         self.shutdown();
     }
 }
+
+/// This test process's resident memory (the server runs in it), from
+/// `/proc/self/status`.
+pub fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kib << 10
+}
