@@ -76,6 +76,7 @@
 //! | [`names`] | repository names, ref keys, pack keys, raw CIDs |
 //! | [`records`] | the three record types: writing and checking |
 //! | [`client`] | the HTTP/XRPC client: kept-alive connections, bounded bodies, errors |
+//! | [`preconnect`] | the PDS connection dialled ahead of the first request |
 //! | [`identity`] | handle → DID → DID document → PDS |
 //! | [`session`] | credentials, createSession / refreshSession |
 //! | [`state`] | the warm state on disk |
@@ -86,6 +87,7 @@
 //! | `atomic` | `--atomic`: one `applyWrites` under `swapCommit` |
 //! | [`fetch`] | the packs a fetch lacks, streamed into index-pack |
 //! | [`helper`] | the gitremote-helpers protocol |
+//! | [`trace`] | phase timings on stderr (`KNOT_TRACE=1`) |
 //! | [`proxy`] | the latency proxy that counts requests and round trips (tests and `--bench knot`) |
 //! | [`error`] | [`KnotError`] |
 
@@ -97,12 +99,14 @@ pub mod git;
 pub mod helper;
 pub mod identity;
 pub mod names;
+pub mod preconnect;
 pub mod proxy;
 pub mod push;
 pub mod records;
 pub mod remote;
 pub mod session;
 pub mod state;
+pub mod trace;
 pub mod upload;
 pub mod url;
 

@@ -198,6 +198,8 @@ impl Remote {
             }
         };
         let xrpc = Xrpc::new(&pds, REQUEST_TIMEOUT);
+        // Dialled while git and the helper run their local work.
+        xrpc.preconnect();
         let auth = Arc::new(Auth::new(
             xrpc.clone(),
             parsed.account.clone(),
@@ -372,6 +374,21 @@ impl Remote {
         value: &Value,
         swap: &Swap,
     ) -> Result<String> {
+        Ok(self
+            .put_record_commit(collection, rkey, value, swap)
+            .await?
+            .0)
+    }
+
+    /// `putRecord` under `swap`; returns the new record's CID and the
+    /// commit's (when the server names it).
+    pub async fn put_record_commit(
+        &self,
+        collection: &str,
+        rkey: &str,
+        value: &Value,
+        swap: &Swap,
+    ) -> Result<(String, Option<String>)> {
         const OP: &str = "com.atproto.repo.putRecord";
         let mut body =
             json!({"repo": self.did, "collection": collection, "rkey": rkey, "record": value});
@@ -387,10 +404,11 @@ impl Remote {
                 async move { self.pds.procedure(OP, body, Some(&t)).await }
             })
             .await?;
-        Ok(v["cid"]
+        let cid = v["cid"]
             .as_str()
             .ok_or_else(|| KnotError::bad(OP, "no cid"))?
-            .to_owned())
+            .to_owned();
+        Ok((cid, commit_of(&v)))
     }
 
     /// `deleteRecord` guarded by `swap` (a CID).
@@ -421,6 +439,16 @@ impl Remote {
         writes: Vec<Value>,
         swap_commit: &str,
     ) -> Result<Vec<Option<String>>> {
+        Ok(self.apply_writes_commit(writes, swap_commit).await?.0)
+    }
+
+    /// [`Remote::apply_writes`], with the new commit's CID (when the
+    /// server names it).
+    pub async fn apply_writes_commit(
+        &self,
+        writes: Vec<Value>,
+        swap_commit: &str,
+    ) -> Result<(Vec<Option<String>>, Option<String>)> {
         const OP: &str = "com.atproto.repo.applyWrites";
         let n = writes.len();
         let body = json!({"repo": self.did, "writes": writes, "swapCommit": swap_commit});
@@ -437,10 +465,11 @@ impl Remote {
         if results.len() != n {
             return Err(KnotError::bad(OP, "results do not match the writes"));
         }
-        Ok(results
+        let cids = results
             .iter()
             .map(|r| r["cid"].as_str().map(str::to_owned))
-            .collect())
+            .collect();
+        Ok((cids, commit_of(&v)))
     }
 
     /// The CID of the account's latest commit.
@@ -452,6 +481,14 @@ impl Remote {
             .ok_or_else(|| KnotError::bad(OP, "no cid"))?
             .to_owned())
     }
+}
+
+/// The `commit.cid` of a write's answer (optional in the lexicons).
+fn commit_of(v: &Value) -> Option<String> {
+    v["commit"]["cid"]
+        .as_str()
+        .filter(|c| c.len() <= 200)
+        .map(str::to_owned)
 }
 
 /// What an `InvalidSwap` message says the record was, as the reference PDS

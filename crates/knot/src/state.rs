@@ -59,6 +59,20 @@ pub struct State {
     pub repo: Option<CachedRepo>,
     /// Every ref record, by ref name; `None` until listed once.
     pub refs: Option<BTreeMap<String, CachedRef>>,
+    /// The account's commit after this helper's last ref write, and the
+    /// ref it wrote: while the account's commit is still that one, that
+    /// ref's record is the cached one (`push.rs`'s one-request path).
+    #[serde(default)]
+    pub last_commit: Option<LastCommit>,
+}
+
+/// The commit a ref write made.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LastCommit {
+    /// The commit's CID.
+    pub commit: String,
+    /// The ref written in it.
+    pub name: String,
 }
 
 /// Where a remote's state lives.
