@@ -116,9 +116,11 @@ impl Xrpc {
         if let Ok(u) = self.base.parse::<http::Uri>()
             && let Some(h) = u.host()
         {
-            let port = u
-                .port_u16()
-                .unwrap_or(if u.scheme_str() == Some("https") { 443 } else { 80 });
+            let port = u.port_u16().unwrap_or(if u.scheme_str() == Some("https") {
+                443
+            } else {
+                80
+            });
             self.pre.start(h, port);
         }
     }
@@ -182,8 +184,8 @@ impl Xrpc {
         let started = std::time::Instant::now();
         let answered = tokio::time::timeout(self.timeout, fut).await;
         crate::trace::mark(&format!("http {op}"), Some(started.elapsed()));
-        let (parts, body) = answered
-            .map_err(|_| t(format!("no complete answer within {:?}", self.timeout)))??;
+        let (parts, body) =
+            answered.map_err(|_| t(format!("no complete answer within {:?}", self.timeout)))??;
         if parts.status.is_success() {
             return Ok(Answer {
                 headers: parts.headers,

@@ -86,6 +86,7 @@
 //! | [`push`] | the push batch: checks, points, CAS, leases |
 //! | `atomic` | `--atomic`: one `applyWrites` under `swapCommit` |
 //! | [`fetch`] | the packs a fetch lacks, streamed into index-pack |
+//! | [`compact`] | `knot compact`: packs folded into one within a budget, resumable |
 //! | [`helper`] | the gitremote-helpers protocol |
 //! | [`trace`] | phase timings on stderr (`KNOT_TRACE=1`) |
 //! | [`proxy`] | the latency proxy that counts requests and round trips (tests and `--bench knot`) |
@@ -93,6 +94,7 @@
 
 mod atomic;
 pub mod client;
+pub mod compact;
 pub mod error;
 pub mod fetch;
 pub mod git;

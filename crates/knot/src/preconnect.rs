@@ -20,7 +20,10 @@ use tower_service::Service;
 /// Longest the dial ahead may take before it is given up.
 pub const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
 
-type Pending = (String, oneshot::Receiver<std::io::Result<std::net::TcpStream>>);
+type Pending = (
+    String,
+    oneshot::Receiver<std::io::Result<std::net::TcpStream>>,
+);
 
 /// The HTTP connector with one connection dialled ahead.
 #[derive(Clone)]
@@ -68,7 +71,10 @@ impl PreConnect {
         }
     }
 
-    fn take(&self, target: &str) -> Option<oneshot::Receiver<std::io::Result<std::net::TcpStream>>> {
+    fn take(
+        &self,
+        target: &str,
+    ) -> Option<oneshot::Receiver<std::io::Result<std::net::TcpStream>>> {
         let mut g = self.spare.lock().ok()?;
         match g.take() {
             Some((t, rx)) if t == target => Some(rx),

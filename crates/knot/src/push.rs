@@ -411,9 +411,7 @@ pub async fn push(
         return Ok(out);
     }
 
-    if one_request
-        && let (Some(p), [(i, plan)]) = (&pack, plans.as_slice())
-    {
+    if one_request && let (Some(p), [(i, plan)]) = (&pack, plans.as_slice()) {
         match one_write(remote, p, plan, refs.get(&plan.dst), &entries_for, &now).await {
             Ok(true) => {
                 status[*i] = Some(Ok(()));

@@ -29,6 +29,8 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 pub struct Auth {
     pds: Xrpc,
     identifier: String,
+    /// Given by the caller; else [`Credentials::find`] when first needed.
+    creds: Option<Credentials>,
     tokens: Mutex<Option<Tokens>>,
 }
 
@@ -38,11 +40,24 @@ fn is_auth_error(e: &KnotError) -> bool {
 }
 
 impl Auth {
-    fn new(pds: Xrpc, identifier: String, tokens: Option<Tokens>) -> Auth {
+    fn new(
+        pds: Xrpc,
+        identifier: String,
+        creds: Option<Credentials>,
+        tokens: Option<Tokens>,
+    ) -> Auth {
         Auth {
             pds,
             identifier,
+            creds,
             tokens: Mutex::new(tokens),
+        }
+    }
+
+    fn credentials(&self) -> Result<Credentials> {
+        match &self.creds {
+            Some(c) => Ok(c.clone()),
+            None => Credentials::find(&self.identifier),
         }
     }
 
@@ -60,7 +75,7 @@ impl Auth {
                 return Ok(a);
             }
         }
-        let n = session::create(&self.pds, &Credentials::find(&self.identifier)?).await?;
+        let n = session::create(&self.pds, &self.credentials()?).await?;
         let a = n.access.clone();
         *g = Some(n);
         Ok(a)
@@ -80,7 +95,7 @@ impl Auth {
                 return Ok(a);
             }
         }
-        let n = session::create(&self.pds, &Credentials::find(&self.identifier)?).await?;
+        let n = session::create(&self.pds, &self.credentials()?).await?;
         let a = n.access.clone();
         *g = Some(n);
         Ok(a)
@@ -144,6 +159,15 @@ impl Remote {
     /// Opens `url` with state kept under `git_dir` (if any): resolves the
     /// account unless the warm state already knows it.
     pub async fn open(url: &str, git_dir: Option<&Path>) -> Result<Remote> {
+        Remote::open_with(url, git_dir, None).await
+    }
+
+    /// [`Remote::open`] with the credentials given rather than looked up.
+    pub async fn open_with(
+        url: &str,
+        git_dir: Option<&Path>,
+        creds: Option<Credentials>,
+    ) -> Result<Remote> {
         let parsed = RemoteUrl::parse(url)?;
         let state_path = git_dir.map(|g| state::path_for(g, url));
         let mut st = State::load(state_path.as_deref(), url);
@@ -203,6 +227,7 @@ impl Remote {
         let auth = Arc::new(Auth::new(
             xrpc.clone(),
             parsed.account.clone(),
+            creds,
             st.tokens.clone(),
         ));
         Ok(Remote {
