@@ -77,6 +77,7 @@
 //! | [`records`] | the three record types: writing and checking |
 //! | [`client`] | the HTTP/XRPC client: kept-alive connections, bounded bodies, errors |
 //! | [`preconnect`] | the PDS connection dialled ahead of the first request |
+//! | [`dns`] | the `_atproto.<handle>` TXT query (UDP, bounded parser) |
 //! | [`identity`] | handle → DID → DID document → PDS |
 //! | [`session`] | credentials, createSession / refreshSession |
 //! | [`state`] | the warm state on disk |
@@ -95,6 +96,7 @@
 mod atomic;
 pub mod client;
 pub mod compact;
+pub mod dns;
 pub mod error;
 pub mod fetch;
 pub mod git;
