@@ -118,7 +118,7 @@ pub fn run(url: &str, input: impl BufRead, output: &mut impl Write) -> Result<Ex
             let for_push = line == "list for-push";
             let r = remote!();
             let text = rt.block_on(async {
-                let refs = match (&r.state.refs, for_push) {
+                let refs = match (r.state.fresh_refs(), for_push) {
                     (Some(c), true) => c.clone(),
                     _ => r.read_refs().await?,
                 };

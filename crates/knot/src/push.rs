@@ -155,7 +155,9 @@ pub async fn push(
     cmds: Vec<PushCmd>,
     opts: &PushOptions,
 ) -> Result<PushOutcome> {
-    let refs = match remote.state.refs.clone() {
+    // Listed again when older than the refs' time to live: the pack lists
+    // copied from it must not name packs a compaction deleted since.
+    let refs = match remote.state.fresh_refs().cloned() {
         Some(r) => r,
         None => remote.read_refs().await?,
     };

@@ -307,6 +307,7 @@ impl Remote {
             }
         }
         self.state.refs = Some(out.clone());
+        self.state.refs_read_at = Some(state::unix_now());
         Ok(out)
     }
 

@@ -77,6 +77,9 @@ fn folds_n_packs_into_one() {
     let a = history(&sb, &u, 6);
     let old = ref_packs(&pds, &did, "proj", "refs/heads/main");
     assert_eq!(old.len(), 6);
+    // A clone whose warm state predates the compaction.
+    sb.git(sb.home.path(), &["clone", "-q", &u, "stale"]);
+    let stale = sb.path("stale");
     let dir = sb.path("compact-state");
     let o = knot(
         &sb,
@@ -114,23 +117,49 @@ fn folds_n_packs_into_one() {
     let b = sb.path("after");
     sb.git(&b, &["pull", "-q", "origin", "main"]);
     assert_eq!(sb.rev(&b, "HEAD"), sb.rev(&a, "main"));
-    // Once folded, a second run has nothing to do.
-    let o = knot(
-        &sb,
-        &a,
-        &[
-            "compact",
-            "origin",
-            "--ref",
-            "refs/heads/topic",
-            "--grace",
-            "0",
-            "--dir",
-            dir.to_str().unwrap(),
-        ],
-    );
+    // The stale clone's cache holds the pre-compaction record (the deleted
+    // packs): its push of a branch built on main must name the packs main
+    // holds now, so a new clone works.
+    // (KNOT_REFS_TTL=0 stands for a listing older than its time to live.)
+    sb.commit(&stale, "side.txt", "side\n");
+    for args in [
+        &["push", "-q", "origin", "HEAD:refs/heads/side"][..],
+        &["push", "-q", "--force", "origin", "HEAD:refs/heads/topic"],
+    ] {
+        let o = sb
+            .cmd(&stale, args)
+            .env("KNOT_REFS_TTL", "0")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    for r in ["refs/heads/side", "refs/heads/topic"] {
+        let packs = ref_packs(&pds, &did, "proj", r);
+        assert!(
+            packs.iter().all(|p| pack_exists(&pds, &did, "proj", p)),
+            "{r}: {packs:?}"
+        );
+    }
+    check_clone(&sb, &u, &a, "after-push");
+    // One ref alone: topic's two packs fold; once folded, nothing to do.
+    let args = [
+        "compact",
+        "origin",
+        "--ref",
+        "refs/heads/topic",
+        "--grace",
+        "0",
+        "--dir",
+        dir.to_str().unwrap(),
+    ];
+    let o = knot(&sb, &a, &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("2 packs fold into 1"), "{}", stderr(&o));
+    assert_eq!(ref_packs(&pds, &did, "proj", "refs/heads/topic").len(), 1);
+    let o = knot(&sb, &a, &args);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("nothing to compact"), "{}", stderr(&o));
+    check_clone(&sb, &u, &a, "last");
 }
 
 #[test]

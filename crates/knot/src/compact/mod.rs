@@ -32,7 +32,10 @@
 //!    600 s) re-reads the refs and deletes each pack record that still no
 //!    ref names (its blobs are then unreferenced, for the PDS to drop).
 //!    Readers that listed the refs before the switch finish their fetch
-//!    within the grace period from the old packs, which still exist.
+//!    within the grace period from the old packs, which still exist; and
+//!    a push copies pack lists only from a listing younger than
+//!    [`crate::state::REFS_TTL_SECS`] (below the default grace), so it
+//!    never names a deleted pack.
 //!
 //! Limits: parts uploaded by an earlier run stay temporary blobs until the
 //! pack record names them; a PDS that drops temporary blobs before the
@@ -59,6 +62,7 @@ use crate::records::{
     PACK_NSID, PART_MIME, PART_SIZE, PackEntry, PackRecord, Part, REF_NSID, RefRecord,
 };
 use crate::remote::{Remote, Swap};
+use crate::state::{REFS_TTL_SECS, unix_now};
 use cost::{Account, Budget, DELETE_POINTS, PUT_POINTS, Spent};
 use state::{CompactState, DonePart, PlanState, Retired};
 
@@ -130,12 +134,6 @@ fn gerr(cmd: &str, why: impl Into<String>) -> KnotError {
     }
 }
 
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 /// The scratch repository under `dir`.
 pub fn scratch(dir: &Path) -> PathBuf {
     dir.join("scratch.git")
@@ -198,6 +196,12 @@ impl Compactor {
     /// The whole run: old retired packs, plan, account, uploads, switch,
     /// retire.
     pub async fn run(mut self, remote: &mut Remote) -> Result<Report> {
+        if self.opts.grace.as_secs() <= REFS_TTL_SECS {
+            eprintln!(
+                "knot: warning: a grace period of {} s is not above the {REFS_TTL_SECS} s a helper trusts its listing of the refs: a push from an older listing may name a deleted pack",
+                self.opts.grace.as_secs()
+            );
+        }
         self.delete_retired(remote).await?;
         if !self.plan(remote).await? {
             self.report.ended = Ended::Nothing;
