@@ -55,7 +55,8 @@
 //!   holds every object of `pack` that `tip` needs, which is how a fetch
 //!   picks the packs it lacks without reading any pack record it does not
 //!   download (a pack pushed for several refs has one entry per tip). Lists
-//!   grow by one entry per push (the future compaction folds them).
+//!   grow by one entry per push; `knot compact` ([`compact`]) folds them
+//!   into one pack (one entry per ref: `{new pack, target}`).
 //!
 //! # Writes and their order
 //!
@@ -64,7 +65,12 @@
 //! new ref). A helper killed at any point leaves every ref at a complete
 //! pack set: unreferenced parts stay temporary blobs, and a pack record no
 //! ref names is harmless. `--atomic` writes the pack record and every ref
-//! in one `applyWrites` under `swapCommit`. Write points (the reference
+//! in one `applyWrites` under `swapCommit`. A warm push of one ref whose
+//! record this helper wrote last, while the account's commit is still the
+//! one that write made (kept in the warm state), also writes the pack
+//! record and the ref in one `applyWrites` under that `swapCommit` (the
+//! commit guards the ref's record as `swapRecord` would); any other write
+//! in between fails the swap and the push takes the path above. Write points (the reference
 //! PDS's: create 3, update 2, delete 1; `putRecord` 2 even when it
 //! creates) are announced on stderr before the first write.
 //!
