@@ -115,6 +115,14 @@ impl Fixture {
         }
     }
 
+    /// The account's credentials (for in-process clients).
+    pub fn credentials(&self) -> knot::session::Credentials {
+        knot::session::Credentials {
+            identifier: self.identifier.clone(),
+            password: self.password.clone(),
+        }
+    }
+
     pub fn proxy(&self, rtt: Duration) -> LatencyProxy {
         LatencyProxy::start(self.pds_addr, rtt).expect("latency proxy")
     }

@@ -6,6 +6,11 @@
 //! Groups, in run order, on one store under `BENCH_DIR`:
 //! - `knot.clone`, `knot.noop_fetch`, `knot.fetch_one`, `knot.push_one`,
 //!   `knot.new_branch`, `knot.delete` (`ops.rs`): cold and warm at each RTT;
+//! - `knot.floor` (`floor.rs`): the same push, no-op fetch and clone
+//!   against a local bare repository and plain `git daemon` behind the
+//!   same proxy (the bound the client and machine set; probes);
+//! - `knot.compact` (`compact.rs`): one compaction of 20 packs, with its
+//!   write-point account;
 //! - `knot.writers` (`writers.rs`): 1, 4, 16 writers on one branch at 50 ms
 //!   (1 and 4 under `--test`);
 //! - `knot.large_push`, `knot.large_clone` (`large.rs`): generated
@@ -29,7 +34,9 @@ use std::time::Duration;
 use benches::config::Preset;
 use benches::target::{BenchTarget, Budget};
 
+mod compact;
 mod fixture;
+mod floor;
 mod large;
 mod ops;
 mod writers;
@@ -107,6 +114,8 @@ fn main() {
         stores.extend(peer.as_ref());
         ops::run(&mut target, &stores, &rtts);
     }
+    floor::run(&mut target, &f, &rtts);
+    compact::run(&mut target, &f);
     if target.may_run("knot.writers") {
         // 16 writers take one rebase round per landed push: not in the smoke run.
         let writers: &[usize] = if smoke { &[1, 4] } else { &[1, 4, 16] };

@@ -16,10 +16,12 @@ use serde_json::Value;
 use crate::error::{KnotError, RateLimit, Result};
 use crate::names::raw_cid;
 
+use crate::preconnect::PreConnect;
+
 #[cfg(feature = "https")]
-type Connector = hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>;
+type Connector = hyper_rustls::HttpsConnector<PreConnect>;
 #[cfg(not(feature = "https"))]
-type Connector = hyper_util::client::legacy::connect::HttpConnector;
+type Connector = PreConnect;
 
 /// Largest JSON answer (a page of ref records with long pack lists).
 pub const JSON_LIMIT: usize = 16 << 20;
@@ -28,6 +30,7 @@ pub const JSON_LIMIT: usize = 16 << 20;
 #[derive(Clone)]
 pub struct Xrpc {
     http: Client<Connector, Full<Bytes>>,
+    pre: PreConnect,
     base: String,
     timeout: Duration,
 }
@@ -40,21 +43,18 @@ pub struct Answer {
     pub body: Bytes,
 }
 
-fn connector() -> Connector {
-    let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
-    http.set_nodelay(true);
-    http.enforce_http(false);
+fn connector(pre: PreConnect) -> Connector {
     #[cfg(feature = "https")]
     {
         hyper_rustls::HttpsConnectorBuilder::new()
             .with_webpki_roots()
             .https_or_http()
             .enable_http1()
-            .wrap_connector(http)
+            .wrap_connector(pre)
     }
     #[cfg(not(feature = "https"))]
     {
-        http
+        pre
     }
 }
 
@@ -94,14 +94,34 @@ impl Xrpc {
     /// A client of the service at `base` (`http://host:port`), every request
     /// bounded by `timeout`.
     pub fn new(base: &str, timeout: Duration) -> Xrpc {
+        let mut tcp = hyper_util::client::legacy::connect::HttpConnector::new();
+        tcp.set_nodelay(true);
+        tcp.enforce_http(false);
+        let pre = PreConnect::new(tcp);
         let http = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(60))
             .pool_max_idle_per_host(8)
-            .build(connector());
+            .build(connector(pre.clone()));
         Xrpc {
             http,
+            pre,
             base: base.trim_end_matches('/').to_owned(),
             timeout,
+        }
+    }
+
+    /// Dials the service now, on a thread ([`crate::preconnect`]): the
+    /// first request then finds its connection open.
+    pub fn preconnect(&self) {
+        if let Ok(u) = self.base.parse::<http::Uri>()
+            && let Some(h) = u.host()
+        {
+            let port = u.port_u16().unwrap_or(if u.scheme_str() == Some("https") {
+                443
+            } else {
+                80
+            });
+            self.pre.start(h, port);
         }
     }
 
@@ -161,9 +181,11 @@ impl Xrpc {
             }
             Ok((parts, buf.freeze()))
         };
-        let (parts, body) = tokio::time::timeout(self.timeout, fut)
-            .await
-            .map_err(|_| t(format!("no complete answer within {:?}", self.timeout)))??;
+        let started = std::time::Instant::now();
+        let answered = tokio::time::timeout(self.timeout, fut).await;
+        crate::trace::mark(&format!("http {op}"), Some(started.elapsed()));
+        let (parts, body) =
+            answered.map_err(|_| t(format!("no complete answer within {:?}", self.timeout)))??;
         if parts.status.is_success() {
             return Ok(Answer {
                 headers: parts.headers,

@@ -8,6 +8,7 @@
 //! and before git moves a ref.
 
 use std::collections::HashSet;
+use std::path::Path;
 use std::process::Stdio;
 
 use futures_util::StreamExt;
@@ -79,11 +80,37 @@ pub async fn fetch(
             ids.push(e.pack.clone());
         }
     }
-    let mut stats = FetchStats::default();
     if ids.is_empty() {
-        return Ok(stats);
+        return Ok(FetchStats::default());
     }
-    let r: &Remote = remote;
+    let stats = download(remote, &ids, concurrency, progress, None).await?;
+    // The refs' targets must now be here.
+    let targets: Vec<&str> = wants.iter().map(|(o, _)| o.as_str()).collect();
+    if let Some((o, _)) = git::have(&targets)?
+        .iter()
+        .zip(wants)
+        .find(|(h, _)| !**h)
+        .map(|(_, w)| w)
+    {
+        return Err(KnotError::Record {
+            what: "ref".into(),
+            why: format!("the packs of {o} do not hold it"),
+        });
+    }
+    Ok(stats)
+}
+
+/// Downloads the packs `ids` (oldest first) into the repository at
+/// `git_dir` (the helper's own, from `GIT_DIR`, when `None`): each pack
+/// record read and checked, its parts streamed into `git index-pack`.
+pub async fn download(
+    r: &Remote,
+    ids: &[String],
+    concurrency: usize,
+    progress: bool,
+    git_dir: Option<&Path>,
+) -> Result<FetchStats> {
+    let mut stats = FetchStats::default();
     let packs: Vec<PackRecord> = stream::iter(ids.iter().map(|id| r.read_pack(id)))
         .buffered(concurrency.max(1))
         .collect::<Vec<_>>()
@@ -124,7 +151,11 @@ pub async fn fetch(
                 p.size as f64 / (1 << 20) as f64
             );
         }
-        let mut child = tokio::process::Command::new("git")
+        let mut cmd = tokio::process::Command::new("git");
+        if let Some(d) = git_dir {
+            cmd.env("GIT_DIR", d);
+        }
+        let mut child = cmd
             .args(["index-pack", "--stdin"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -181,19 +212,6 @@ pub async fn fetch(
             return Err(gerr(format!("pack {} was refused ({st})", p.sha256)));
         }
         stats.packs += 1;
-    }
-    // The refs' targets must now be here.
-    let targets: Vec<&str> = wants.iter().map(|(o, _)| o.as_str()).collect();
-    if let Some((o, _)) = git::have(&targets)?
-        .iter()
-        .zip(wants)
-        .find(|(h, _)| !**h)
-        .map(|(_, w)| w)
-    {
-        return Err(KnotError::Record {
-            what: "ref".into(),
-            why: format!("the packs of {o} do not hold it"),
-        });
     }
     Ok(stats)
 }

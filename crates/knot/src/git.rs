@@ -17,11 +17,13 @@ fn gerr(cmd: &str, why: impl Into<String>) -> KnotError {
 
 /// Runs `git args…`, returns its stdout (trimmed).
 pub fn run(args: &[&str]) -> Result<String> {
+    let t = std::time::Instant::now();
     let out = Command::new("git")
         .args(args)
         .stdin(Stdio::null())
         .output()
         .map_err(|e| gerr(args.first().copied().unwrap_or(""), e.to_string()))?;
+    crate::trace::mark(&format!("git {}", args.join(" ")), Some(t.elapsed()));
     if !out.status.success() {
         return Err(gerr(
             &args.join(" "),
@@ -54,6 +56,7 @@ pub fn have(oids: &[&str]) -> Result<Vec<bool>> {
     if oids.is_empty() {
         return Ok(Vec::new());
     }
+    let t = std::time::Instant::now();
     let mut child = Command::new("git")
         .args(["cat-file", "--batch-check=%(objectname)"])
         .stdin(Stdio::piped())
@@ -76,6 +79,10 @@ pub fn have(oids: &[&str]) -> Result<Vec<bool>> {
         .wait_with_output()
         .map_err(|e| gerr("cat-file", e.to_string()))?;
     let _ = writer.join();
+    crate::trace::mark(
+        &format!("git cat-file --batch-check ({} ids)", oids.len()),
+        Some(t.elapsed()),
+    );
     if !out.status.success() {
         return Err(gerr(
             "cat-file",
@@ -92,6 +99,7 @@ pub fn have(oids: &[&str]) -> Result<Vec<bool>> {
 
 /// Whether `a` is an ancestor of (or equal to) `b`.
 pub fn is_ancestor(a: &str, b: &str) -> Result<bool> {
+    let t = std::time::Instant::now();
     let st = Command::new("git")
         .args(["merge-base", "--is-ancestor", a, b])
         .stdin(Stdio::null())
@@ -99,6 +107,7 @@ pub fn is_ancestor(a: &str, b: &str) -> Result<bool> {
         .stderr(Stdio::null())
         .status()
         .map_err(|e| gerr("merge-base", e.to_string()))?;
+    crate::trace::mark("git merge-base --is-ancestor", Some(t.elapsed()));
     match st.code() {
         Some(0) => Ok(true),
         Some(1) => Ok(false),

@@ -67,6 +67,8 @@ fn set_option(o: &mut Opts, name: &str, value: &str) -> &'static str {
 
 /// Runs the protocol for `url` until git closes stdin.
 pub fn run(url: &str, input: impl BufRead, output: &mut impl Write) -> Result<Exit> {
+    crate::trace::start();
+    crate::trace::mark("helper started", None);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -89,7 +91,10 @@ pub fn run(url: &str, input: impl BufRead, output: &mut impl Write) -> Result<Ex
     macro_rules! remote {
         () => {{
             if remote.is_none() {
-                remote = Some(rt.block_on(Remote::open(url, git_dir.as_deref()))?);
+                remote = Some(crate::trace::timed(
+                    || "remote opened (state loaded)".into(),
+                    || rt.block_on(Remote::open(url, git_dir.as_deref())),
+                )?);
             }
             remote
                 .as_mut()
@@ -98,6 +103,7 @@ pub fn run(url: &str, input: impl BufRead, output: &mut impl Write) -> Result<Ex
     }
     while let Some(line) = lines.next() {
         let line = line.map_err(|e| KnotError::io("stdin", e))?;
+        crate::trace::mark(&format!("git asks {line:?}"), None);
         if line.is_empty() {
             break;
         }
@@ -112,7 +118,7 @@ pub fn run(url: &str, input: impl BufRead, output: &mut impl Write) -> Result<Ex
             let for_push = line == "list for-push";
             let r = remote!();
             let text = rt.block_on(async {
-                let refs = match (&r.state.refs, for_push) {
+                let refs = match (r.state.fresh_refs(), for_push) {
                     (Some(c), true) => c.clone(),
                     _ => r.read_refs().await?,
                 };
@@ -222,6 +228,7 @@ pub fn run(url: &str, input: impl BufRead, output: &mut impl Write) -> Result<Ex
                 exit = Exit::RateLimited;
             }
             w(output, &s)?;
+            crate::trace::mark("push answered", None);
         } else {
             return Err(KnotError::Protocol(format!("unknown command {line:?}")));
         }

@@ -1,9 +1,10 @@
 //! Resolving an `at://` remote's account to its DID and PDS:
 //! - handle to DID: `com.atproto.identity.resolveHandle` on the service
 //!   `KNOT_HANDLE_RESOLVER` names when set (atpds answers it for its own
-//!   accounts), else `https://<handle>/.well-known/atproto-did` (the HTTP
-//!   method of the handle spec; the DNS TXT method is not tried: no DNS
-//!   resolver is linked);
+//!   accounts), else the DNS TXT record `_atproto.<handle>` (`did=<did>`,
+//!   [`crate::dns`], resolver from `KNOT_DNS_RESOLVER` or
+//!   `/etc/resolv.conf`), else `https://<handle>/.well-known/atproto-did`
+//!   (the handle spec's two methods, DNS first);
 //! - DID to document: `did:plc` from `KNOT_PLC_URL` (default
 //!   `https://plc.directory`), `did:web` from
 //!   `https://<host>/.well-known/did.json` (`http` for `localhost` and
@@ -55,12 +56,31 @@ pub async fn resolve_handle(http: &Xrpc, handle: &str) -> Result<String> {
             .ok_or_else(|| err(handle, "resolveHandle gave no did"))?
             .to_owned()
     } else {
-        let url = format!("{}://{handle}/.well-known/atproto-did", scheme_for(handle));
-        let body = http
-            .get_url(&url, 2048)
-            .await
-            .map_err(|e| err(handle, e.to_string()))?;
-        String::from_utf8_lossy(&body).trim().to_owned()
+        // DNS first (one datagram each way), then HTTPS: either method
+        // may hold the handle.
+        let by_dns = match crate::dns::resolver() {
+            Some(server) => match crate::dns::txt(server, &format!("_atproto.{handle}")).await {
+                Ok(recs) => crate::dns::did_of(&recs),
+                Err(e) => {
+                    crate::trace::mark(&format!("dns: _atproto.{handle}: {e}"), None);
+                    None
+                }
+            },
+            None => None,
+        };
+        match by_dns {
+            Some(d) => d,
+            None => {
+                let url = format!("{}://{handle}/.well-known/atproto-did", scheme_for(handle));
+                let body = http.get_url(&url, 2048).await.map_err(|e| {
+                    err(
+                        handle,
+                        format!("no _atproto TXT record with one did=, and {e}"),
+                    )
+                })?;
+                String::from_utf8_lossy(&body).trim().to_owned()
+            }
+        }
     };
     if !did.starts_with("did:") || check_account(&did).is_err() {
         return Err(err(handle, format!("{did:?} is not a DID")));

@@ -55,7 +55,8 @@
 //!   holds every object of `pack` that `tip` needs, which is how a fetch
 //!   picks the packs it lacks without reading any pack record it does not
 //!   download (a pack pushed for several refs has one entry per tip). Lists
-//!   grow by one entry per push (the future compaction folds them).
+//!   grow by one entry per push; `knot compact` ([`compact`]) folds them
+//!   into one pack (one entry per ref: `{new pack, target}`).
 //!
 //! # Writes and their order
 //!
@@ -64,7 +65,12 @@
 //! new ref). A helper killed at any point leaves every ref at a complete
 //! pack set: unreferenced parts stay temporary blobs, and a pack record no
 //! ref names is harmless. `--atomic` writes the pack record and every ref
-//! in one `applyWrites` under `swapCommit`. Write points (the reference
+//! in one `applyWrites` under `swapCommit`. A warm push of one ref whose
+//! record this helper wrote last, while the account's commit is still the
+//! one that write made (kept in the warm state), also writes the pack
+//! record and the ref in one `applyWrites` under that `swapCommit` (the
+//! commit guards the ref's record as `swapRecord` would); any other write
+//! in between fails the swap and the push takes the path above. Write points (the reference
 //! PDS's: create 3, update 2, delete 1; `putRecord` 2 even when it
 //! creates) are announced on stderr before the first write.
 //!
@@ -76,6 +82,8 @@
 //! | [`names`] | repository names, ref keys, pack keys, raw CIDs |
 //! | [`records`] | the three record types: writing and checking |
 //! | [`client`] | the HTTP/XRPC client: kept-alive connections, bounded bodies, errors |
+//! | [`preconnect`] | the PDS connection dialled ahead of the first request |
+//! | [`dns`] | the `_atproto.<handle>` TXT query (UDP, bounded parser) |
 //! | [`identity`] | handle → DID → DID document → PDS |
 //! | [`session`] | credentials, createSession / refreshSession |
 //! | [`state`] | the warm state on disk |
@@ -85,24 +93,30 @@
 //! | [`push`] | the push batch: checks, points, CAS, leases |
 //! | `atomic` | `--atomic`: one `applyWrites` under `swapCommit` |
 //! | [`fetch`] | the packs a fetch lacks, streamed into index-pack |
+//! | [`compact`] | `knot compact`: packs folded into one within a budget, resumable |
 //! | [`helper`] | the gitremote-helpers protocol |
+//! | [`trace`] | phase timings on stderr (`KNOT_TRACE=1`) |
 //! | [`proxy`] | the latency proxy that counts requests and round trips (tests and `--bench knot`) |
 //! | [`error`] | [`KnotError`] |
 
 mod atomic;
 pub mod client;
+pub mod compact;
+pub mod dns;
 pub mod error;
 pub mod fetch;
 pub mod git;
 pub mod helper;
 pub mod identity;
 pub mod names;
+pub mod preconnect;
 pub mod proxy;
 pub mod push;
 pub mod records;
 pub mod remote;
 pub mod session;
 pub mod state;
+pub mod trace;
 pub mod upload;
 pub mod url;
 

@@ -16,7 +16,7 @@ use crate::records::{
     PACK_NSID, PackEntry, PackRecord, REF_NSID, REPO_NSID, RefRecord, RepoRecord,
 };
 use crate::remote::{Remote, Swap, swap_from_message};
-use crate::state::{CachedRef, CachedRepo};
+use crate::state::{CachedRef, CachedRepo, LastCommit};
 use crate::upload::{Uploaded, pack_and_upload};
 
 /// One `push [+]<src>:<dst>` line.
@@ -142,7 +142,8 @@ pub(crate) fn invalid_swap(e: &KnotError) -> Option<&str> {
 }
 
 enum RefResult {
-    Landed(Option<CachedRef>),
+    /// The record now (`None`: deleted) and the commit that wrote it.
+    Landed(Option<CachedRef>, Option<String>),
     Rejected(&'static str),
     Limited(RateLimit),
     Failed(String),
@@ -154,7 +155,9 @@ pub async fn push(
     cmds: Vec<PushCmd>,
     opts: &PushOptions,
 ) -> Result<PushOutcome> {
-    let refs = match remote.state.refs.clone() {
+    // Listed again when older than the refs' time to live: the pack lists
+    // copied from it must not name packs a compaction deleted since.
+    let refs = match remote.state.fresh_refs().cloned() {
         Some(r) => r,
         None => remote.read_refs().await?,
     };
@@ -251,11 +254,26 @@ pub async fn push(
 
     // Write points, announced before anything is written.
     let creates_repo = repo.head.is_none() && plans.iter().any(|(_, p)| p.new.is_some());
+    // One ref moving on from the record this helper wrote last, in the
+    // account's commit it is still at: the pack record and the ref go in
+    // one applyWrites under swapCommit (one request instead of two).
+    let one_request = match (plans.as_slice(), &remote.state.last_commit) {
+        ([(_, p)], Some(lc)) => {
+            !opts.atomic
+                && needs_pack
+                && !creates_repo
+                && p.new.is_some()
+                && lc.name == p.dst
+                && refs.contains_key(&p.dst)
+        }
+        _ => false,
+    };
     let (mut points, mut parts_desc) = (0u32, Vec::new());
     let (c_cost, u_cost) = if opts.atomic { (3, 2) } else { (2, 2) };
     if needs_pack {
-        points += c_cost;
-        parts_desc.push(format!("pack record {c_cost}"));
+        let cost = if one_request { 3 } else { c_cost };
+        points += cost;
+        parts_desc.push(format!("pack record {cost}"));
     }
     if creates_repo {
         points += c_cost;
@@ -379,6 +397,7 @@ pub async fn push(
     };
 
     if opts.atomic {
+        remote.state.last_commit = None;
         crate::atomic::atomic(
             remote,
             &plans,
@@ -394,6 +413,25 @@ pub async fn push(
         return Ok(out);
     }
 
+    if one_request && let (Some(p), [(i, plan)]) = (&pack, plans.as_slice()) {
+        match one_write(remote, p, plan, refs.get(&plan.dst), &entries_for, &now).await {
+            Ok(true) => {
+                status[*i] = Some(Ok(()));
+                finish(status, &mut out);
+                return Ok(out);
+            }
+            Ok(false) => {}
+            Err(e) => {
+                if let Some(l) = is_rate_limit(&e) {
+                    out.rate_limited = Some(l);
+                    finish(status, &mut out);
+                    return Ok(out);
+                }
+                return Err(e);
+            }
+        }
+    }
+    remote.state.last_commit = None;
     if let Some(p) = &pack
         && let Err(e) = remote
             .put_record(
@@ -447,14 +485,20 @@ pub async fn push(
         async move { write_ref(r, p, cached, entries).await }
     }))
     .await;
+    let single = plans.len() == 1;
+    let mut last = None;
     let cache = remote.state.refs.get_or_insert_with(BTreeMap::new);
     for ((i, p), res) in plans.iter().zip(results) {
         status[*i] = Some(match res {
-            RefResult::Landed(Some(c)) => {
+            RefResult::Landed(Some(c), commit) => {
                 cache.insert(p.dst.clone(), c);
+                last = commit.filter(|_| single).map(|commit| LastCommit {
+                    commit,
+                    name: p.dst.clone(),
+                });
                 Ok(())
             }
-            RefResult::Landed(None) => {
+            RefResult::Landed(None, _) => {
                 cache.remove(&p.dst);
                 Ok(())
             }
@@ -467,8 +511,66 @@ pub async fn push(
             RefResult::Failed(why) => Err(why),
         });
     }
+    remote.state.last_commit = last;
     finish(status, &mut out);
     Ok(out)
+}
+
+/// The pack record and `plan`'s ref in one `applyWrites` under the
+/// commit this helper's last write of that ref made: `Ok(false)` when
+/// the account moved since (or the server refused the pair), and the
+/// caller writes them one by one, each under its own swap.
+async fn one_write(
+    remote: &mut Remote,
+    pack: &PackRecord,
+    plan: &Plan,
+    cached: Option<&CachedRef>,
+    entries_for: &dyn Fn(&str) -> Vec<PackEntry>,
+    now: &str,
+) -> Result<bool> {
+    let (Some(lc), Some(cached), Some(new)) = (remote.state.last_commit.clone(), cached, &plan.new)
+    else {
+        return Ok(false);
+    };
+    let rec = RefRecord {
+        repo: remote.repo.clone(),
+        name: plan.dst.clone(),
+        target: new.clone(),
+        previous: Some(cached.record.target.clone()),
+        packs: entries_for(new),
+    };
+    let writes = vec![
+        serde_json::json!({"$type": "com.atproto.repo.applyWrites#create", "collection": PACK_NSID,
+                           "rkey": pack_rkey(&remote.repo, &pack.sha256), "value": pack.to_value(now)}),
+        serde_json::json!({"$type": "com.atproto.repo.applyWrites#update", "collection": REF_NSID,
+                           "rkey": ref_rkey(&remote.repo, &plan.dst), "value": rec.to_value()}),
+    ];
+    match remote.apply_writes_commit(writes, &lc.commit).await {
+        Ok((cids, commit)) => {
+            let Some(Some(cid)) = cids.into_iter().nth(1) else {
+                return Err(KnotError::bad(
+                    "com.atproto.repo.applyWrites",
+                    "no CID for the ref's update",
+                ));
+            };
+            remote
+                .state
+                .refs
+                .get_or_insert_with(BTreeMap::new)
+                .insert(plan.dst.clone(), CachedRef { cid, record: rec });
+            remote.state.last_commit = commit.map(|commit| LastCommit {
+                commit,
+                name: plan.dst.clone(),
+            });
+            Ok(true)
+        }
+        // The commit moved (InvalidSwap), or the pack record exists already.
+        Err(KnotError::Xrpc { status: 400, .. }) => {
+            remote.state.last_commit = None;
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// One ref's compare-and-swap, retried after failed swaps.
@@ -492,20 +594,20 @@ async fn write_ref(
                     packs: entries.clone(),
                 };
                 let swap = swap_cid.map_or(Swap::Absent, Swap::At);
-                r.put_record(REF_NSID, &rkey, &rec.to_value(), &swap)
+                r.put_record_commit(REF_NSID, &rkey, &rec.to_value(), &swap)
                     .await
-                    .map(|cid| Some(CachedRef { cid, record: rec }))
+                    .map(|(cid, commit)| (Some(CachedRef { cid, record: rec }), commit))
             }
             _ => match &swap_cid {
                 Some(c) => r
                     .delete_record(REF_NSID, &rkey, Some(c))
                     .await
-                    .map(|()| None),
-                None => return RefResult::Landed(None),
+                    .map(|()| (None, None)),
+                None => return RefResult::Landed(None, None),
             },
         };
         let e = match result {
-            Ok(c) => return RefResult::Landed(c),
+            Ok((c, commit)) => return RefResult::Landed(c, commit),
             Err(e) => e,
         };
         if let Some(l) = is_rate_limit(&e) {
@@ -516,19 +618,11 @@ async fn write_ref(
         };
         // The message names what the record was ("Record was at <cid>" or
         // "... at null", the reference PDS's wording and atpds's). No
-        // record: the checks need no target, so no re-read. A forced write
-        // needs only the CID. Anything else needs the record's target for
-        // the fast-forward (or lease) check, and a CID does not give it:
-        // the ref is read again.
+        // record: the checks need no target, so no re-read. Otherwise the
+        // ref is read again, forced writes included: the record written
+        // next names the target it replaces as `previous`, and a CID does
+        // not say which target that is (the cached one is stale).
         let seen = swap_from_message(message);
-        if p.force
-            && p.lease.is_none()
-            && p.new.is_some()
-            && let (Some(Some(cid)), Some(cur)) = (&seen, current.as_mut())
-        {
-            cur.cid.clone_from(cid);
-            continue;
-        }
         current = match seen {
             Some(None) => None,
             _ => match r.read_ref(&p.dst).await {
@@ -538,7 +632,7 @@ async fn write_ref(
         };
         match verdict(p, current.as_ref().map(|c| c.record.target.as_str())) {
             Ok(Verdict::Go) => {}
-            Ok(Verdict::UpToDate) => return RefResult::Landed(current),
+            Ok(Verdict::UpToDate) => return RefResult::Landed(current, None),
             Ok(Verdict::Reject(why)) => return RefResult::Rejected(why),
             Err(e) => return RefResult::Failed(e.to_string()),
         }

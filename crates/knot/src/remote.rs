@@ -29,6 +29,8 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 pub struct Auth {
     pds: Xrpc,
     identifier: String,
+    /// Given by the caller; else [`Credentials::find`] when first needed.
+    creds: Option<Credentials>,
     tokens: Mutex<Option<Tokens>>,
 }
 
@@ -38,11 +40,24 @@ fn is_auth_error(e: &KnotError) -> bool {
 }
 
 impl Auth {
-    fn new(pds: Xrpc, identifier: String, tokens: Option<Tokens>) -> Auth {
+    fn new(
+        pds: Xrpc,
+        identifier: String,
+        creds: Option<Credentials>,
+        tokens: Option<Tokens>,
+    ) -> Auth {
         Auth {
             pds,
             identifier,
+            creds,
             tokens: Mutex::new(tokens),
+        }
+    }
+
+    fn credentials(&self) -> Result<Credentials> {
+        match &self.creds {
+            Some(c) => Ok(c.clone()),
+            None => Credentials::find(&self.identifier),
         }
     }
 
@@ -60,7 +75,7 @@ impl Auth {
                 return Ok(a);
             }
         }
-        let n = session::create(&self.pds, &Credentials::find(&self.identifier)?).await?;
+        let n = session::create(&self.pds, &self.credentials()?).await?;
         let a = n.access.clone();
         *g = Some(n);
         Ok(a)
@@ -80,7 +95,7 @@ impl Auth {
                 return Ok(a);
             }
         }
-        let n = session::create(&self.pds, &Credentials::find(&self.identifier)?).await?;
+        let n = session::create(&self.pds, &self.credentials()?).await?;
         let a = n.access.clone();
         *g = Some(n);
         Ok(a)
@@ -144,6 +159,15 @@ impl Remote {
     /// Opens `url` with state kept under `git_dir` (if any): resolves the
     /// account unless the warm state already knows it.
     pub async fn open(url: &str, git_dir: Option<&Path>) -> Result<Remote> {
+        Remote::open_with(url, git_dir, None).await
+    }
+
+    /// [`Remote::open`] with the credentials given rather than looked up.
+    pub async fn open_with(
+        url: &str,
+        git_dir: Option<&Path>,
+        creds: Option<Credentials>,
+    ) -> Result<Remote> {
         let parsed = RemoteUrl::parse(url)?;
         let state_path = git_dir.map(|g| state::path_for(g, url));
         let mut st = State::load(state_path.as_deref(), url);
@@ -198,9 +222,12 @@ impl Remote {
             }
         };
         let xrpc = Xrpc::new(&pds, REQUEST_TIMEOUT);
+        // Dialled while git and the helper run their local work.
+        xrpc.preconnect();
         let auth = Arc::new(Auth::new(
             xrpc.clone(),
             parsed.account.clone(),
+            creds,
             st.tokens.clone(),
         ));
         Ok(Remote {
@@ -280,6 +307,7 @@ impl Remote {
             }
         }
         self.state.refs = Some(out.clone());
+        self.state.refs_read_at = Some(state::unix_now());
         Ok(out)
     }
 
@@ -372,6 +400,21 @@ impl Remote {
         value: &Value,
         swap: &Swap,
     ) -> Result<String> {
+        Ok(self
+            .put_record_commit(collection, rkey, value, swap)
+            .await?
+            .0)
+    }
+
+    /// `putRecord` under `swap`; returns the new record's CID and the
+    /// commit's (when the server names it).
+    pub async fn put_record_commit(
+        &self,
+        collection: &str,
+        rkey: &str,
+        value: &Value,
+        swap: &Swap,
+    ) -> Result<(String, Option<String>)> {
         const OP: &str = "com.atproto.repo.putRecord";
         let mut body =
             json!({"repo": self.did, "collection": collection, "rkey": rkey, "record": value});
@@ -387,10 +430,11 @@ impl Remote {
                 async move { self.pds.procedure(OP, body, Some(&t)).await }
             })
             .await?;
-        Ok(v["cid"]
+        let cid = v["cid"]
             .as_str()
             .ok_or_else(|| KnotError::bad(OP, "no cid"))?
-            .to_owned())
+            .to_owned();
+        Ok((cid, commit_of(&v)))
     }
 
     /// `deleteRecord` guarded by `swap` (a CID).
@@ -421,6 +465,16 @@ impl Remote {
         writes: Vec<Value>,
         swap_commit: &str,
     ) -> Result<Vec<Option<String>>> {
+        Ok(self.apply_writes_commit(writes, swap_commit).await?.0)
+    }
+
+    /// [`Remote::apply_writes`], with the new commit's CID (when the
+    /// server names it).
+    pub async fn apply_writes_commit(
+        &self,
+        writes: Vec<Value>,
+        swap_commit: &str,
+    ) -> Result<(Vec<Option<String>>, Option<String>)> {
         const OP: &str = "com.atproto.repo.applyWrites";
         let n = writes.len();
         let body = json!({"repo": self.did, "writes": writes, "swapCommit": swap_commit});
@@ -437,10 +491,11 @@ impl Remote {
         if results.len() != n {
             return Err(KnotError::bad(OP, "results do not match the writes"));
         }
-        Ok(results
+        let cids = results
             .iter()
             .map(|r| r["cid"].as_str().map(str::to_owned))
-            .collect())
+            .collect();
+        Ok((cids, commit_of(&v)))
     }
 
     /// The CID of the account's latest commit.
@@ -452,6 +507,14 @@ impl Remote {
             .ok_or_else(|| KnotError::bad(OP, "no cid"))?
             .to_owned())
     }
+}
+
+/// The `commit.cid` of a write's answer (optional in the lexicons).
+fn commit_of(v: &Value) -> Option<String> {
+    v["commit"]["cid"]
+        .as_str()
+        .filter(|c| c.len() <= 200)
+        .map(str::to_owned)
 }
 
 /// What an `InvalidSwap` message says the record was, as the reference PDS

@@ -59,6 +59,56 @@ pub struct State {
     pub repo: Option<CachedRepo>,
     /// Every ref record, by ref name; `None` until listed once.
     pub refs: Option<BTreeMap<String, CachedRef>>,
+    /// The account's commit after this helper's last ref write, and the
+    /// ref it wrote: while the account's commit is still that one, that
+    /// ref's record is the cached one (`push.rs`'s one-request path).
+    #[serde(default)]
+    pub last_commit: Option<LastCommit>,
+    /// When `refs` was last listed (unix seconds).
+    #[serde(default)]
+    pub refs_read_at: Option<u64>,
+}
+
+/// How long a listing of the refs is trusted for a push (seconds;
+/// `KNOT_REFS_TTL` overrides). A push copies the pack lists of the refs
+/// its objects build on from the listing, and `knot compact` deletes a
+/// folded pack only a grace period (600 s by default) after no ref names
+/// it: a listing younger than the grace period never names a deleted pack.
+pub const REFS_TTL_SECS: u64 = 300;
+
+/// The refs' time to live (`KNOT_REFS_TTL`, else [`REFS_TTL_SECS`]).
+pub fn refs_ttl() -> u64 {
+    std::env::var("KNOT_REFS_TTL")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(REFS_TTL_SECS)
+}
+
+/// Now in unix seconds.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl State {
+    /// The cached refs when listed within the time to live.
+    pub fn fresh_refs(&self) -> Option<&BTreeMap<String, CachedRef>> {
+        let at = self.refs_read_at?;
+        let now = unix_now();
+        (now >= at && now - at < refs_ttl())
+            .then_some(self.refs.as_ref())
+            .flatten()
+    }
+}
+
+/// The commit a ref write made.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LastCommit {
+    /// The commit's CID.
+    pub commit: String,
+    /// The ref written in it.
+    pub name: String,
 }
 
 /// Where a remote's state lives.

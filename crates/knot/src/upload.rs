@@ -110,6 +110,7 @@ pub async fn pack_and_upload(
             break;
         }
         if size == 0 {
+            crate::trace::mark("pack-objects: first part read", None);
             if buf.len() < 12 || &buf[..4] != b"PACK" {
                 return Err(gerr("output is not a pack"));
             }
@@ -149,6 +150,7 @@ pub async fn pack_and_upload(
         });
     }
     let status = child.wait().await.map_err(|e| gerr(e.to_string()))?;
+    crate::trace::mark("pack-objects exited", None);
     let _ = writer.await;
     if !status.success() {
         return Err(gerr(format!("exited with {status}")));

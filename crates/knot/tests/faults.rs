@@ -131,10 +131,16 @@ fn sigkill_mid_push_leaves_every_ref_complete() {
     sb.commit(&a, "f", "one\n");
     sb.git(&a, &["remote", "add", "origin", &u]);
     sb.git(&a, &["push", "-q", "origin", "main"]);
-    for point in [
-        "com.atproto.repo.uploadBlob",
-        "com.atproto.repo.putRecord|dev.atbench.knot.ref",
+    // Warm, the pack record and the ref go in one applyWrites; cold (the
+    // warm state removed), the ref is its own putRecord.
+    for (point, cold) in [
+        ("com.atproto.repo.uploadBlob", false),
+        ("com.atproto.repo.applyWrites|dev.atbench.knot.ref", false),
+        ("com.atproto.repo.putRecord|dev.atbench.knot.ref", true),
     ] {
+        if cold {
+            let _ = std::fs::remove_dir_all(a.join(".git/knot"));
+        }
         sb.commit(&a, "f", &format!("{point}\n"));
         *hang_at.lock().unwrap() = point.to_owned();
         reached.store(false, Ordering::SeqCst);

@@ -99,6 +99,37 @@ fn push_clone_fetch_force_delete_tags() {
     );
 }
 
+/// A forced push whose cached CID is stale learns the current CID from
+/// `InvalidSwap`; the record it then writes must name as `previous` the
+/// target it really replaced, not the one the stale cache remembered.
+#[test]
+fn forced_push_over_a_stale_cache_records_the_true_previous() {
+    let pds = Pds::start();
+    let did = pds.account("prev.test");
+    let sb = Sandbox::new("prev.test");
+    let u = url(&pds.url, &did, "proj");
+    let a = sb.init("a");
+    let c1 = sb.commit(&a, "one.txt", "one\n");
+    sb.git(&a, &["remote", "add", "origin", &u]);
+    sb.git(&a, &["push", "-q", "origin", "main"]);
+    sb.git(sb.home.path(), &["clone", "-q", &u, "b"]);
+    let b = sb.path("b");
+    // a moves main; b's warm state still says c1.
+    let c2 = sb.commit(&a, "two.txt", "two\n");
+    sb.git(&a, &["push", "-q", "origin", "main"]);
+    let c3 = sb.commit(&b, "three.txt", "three\n");
+    sb.git(&b, &["push", "-q", "--force", "origin", "main"]);
+    let rec = pds
+        .record(&did, knot::records::REF_NSID, "proj:refs:heads:main")
+        .expect("the ref record");
+    assert_eq!(rec["target"].as_str(), Some(c3.as_str()));
+    assert_eq!(
+        rec["previous"].as_str(),
+        Some(c2.as_str()),
+        "previous must be the replaced target, not the stale cache's {c1}"
+    );
+}
+
 #[test]
 fn atomic_and_lease() {
     let pds = Pds::start();

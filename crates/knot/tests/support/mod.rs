@@ -62,6 +62,29 @@ impl Pds {
         })
     }
 
+    /// A record's value read from the server now (`None` when absent).
+    pub fn record(&self, did: &str, collection: &str, rkey: &str) -> Option<serde_json::Value> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let x = Xrpc::new(&self.url, Duration::from_secs(30));
+            match x
+                .query(
+                    "com.atproto.repo.getRecord",
+                    &[("repo", did), ("collection", collection), ("rkey", rkey)],
+                    None,
+                )
+                .await
+            {
+                Ok(mut v) => Some(v["value"].take()),
+                Err(e) if e.xrpc_name() == Some("RecordNotFound") => None,
+                Err(e) => panic!("getRecord {collection}/{rkey}: {e}"),
+            }
+        })
+    }
+
     pub fn db(&self) -> PathBuf {
         self.dir.path().join("pds.sqlite")
     }
