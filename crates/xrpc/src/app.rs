@@ -344,7 +344,22 @@ impl App {
 
     /// The DID of the request's access token (401 without a valid one).
     pub fn access_did(&self, parts: &Parts) -> XResult<String> {
-        Ok(self.tokens.check(&parts.headers, Scope::Access)?.sub)
+        Ok(self.session(parts, Scope::Access)?.sub)
+    }
+
+    /// The claims of the request's token for `scope`: signature, scope and
+    /// expiry (`auth.rs`), and, for an app-password session, that its app
+    /// password is not revoked (a lookup in memory).
+    pub fn session(&self, parts: &Parts, scope: Scope) -> XResult<crate::auth::Claims> {
+        let claims = self.tokens.check(&parts.headers, scope)?;
+        if let Some(id) = &claims.apw
+            && !self.accounts.app_pass_live(&claims.sub, id)
+        {
+            return Err(XrpcError::auth_required(
+                "Token could not be verified: its app password was revoked",
+            ));
+        }
+        Ok(claims)
     }
 
     /// The account a `repo` parameter names (a DID or a handle).

@@ -57,7 +57,10 @@
 //! | `stream` | response bodies produced chunk by chunk on demand, each chunk one short read |
 //! | `error` | [`XrpcError`]-style JSON errors and the store's errors mapped to lexicon names |
 //! | `params` | query strings: percent-decoding and the lexicon format checks |
-//! | `auth` | HS256 access / refresh JWTs and the secret file |
+//! | `auth` | HS256 access / refresh JWTs, their scopes (full, app password) |
+//! | `app_passwords` | app passwords: their rows in the account file, the live set their sessions are checked against |
+//! | `service_jwt` | ES256K service-auth JWTs signed with the account's repository key |
+//! | `cors` | CORS: preflight answers and the `Access-Control-*` headers of every answer |
 //! | `password` | scrypt password hashes |
 //! | `accounts` | the account file: handles, password hashes, refresh tokens |
 //! | `plc` | did:plc genesis operations and their submission |
@@ -78,7 +81,9 @@
 mod accounts;
 mod admission;
 mod app;
+mod app_passwords;
 mod auth;
+mod cors;
 mod error;
 mod firehose;
 mod net;
@@ -90,6 +95,7 @@ mod rate_limit;
 mod request;
 mod response;
 mod routes;
+mod service_jwt;
 mod snapshot;
 mod stall;
 mod startup;
