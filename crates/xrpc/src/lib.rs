@@ -60,6 +60,7 @@
 //! | `auth` | HS256 access / refresh JWTs, their scopes (full, app password) |
 //! | `app_passwords` | app passwords: their rows in the account file, the live set their sessions are checked against |
 //! | `service_jwt` | ES256K service-auth JWTs signed with the account's repository key |
+//! | `crawl` | `requestCrawl` to the configured relays after writes, debounced |
 //! | `cors` | CORS: preflight answers and the `Access-Control-*` headers of every answer |
 //! | `password` | scrypt password hashes |
 //! | `accounts` | the account file: handles, password hashes, refresh tokens |
@@ -67,6 +68,7 @@
 //! | `pool` | the read pool: the store's short reads, off the async threads |
 //! | `rate_limit` | write points and rate limits (`--rate-limits`): the counters, the `RateLimit-*` headers |
 //! | `routes` | the XRPC methods, by lexicon namespace |
+//! | `proxy` | methods atpds does not serve, forwarded to the appview (`atproto-proxy`, `--appview-url`) with a service-auth JWT |
 //! | `firehose` | the event hub: the store's event feed (each frame encoded once by the store's writer, appended in seq order as batches commit) fanned out to subscribers, its bytes shared by all |
 //! | `startup` | the startup stage timings printed on the startup line (`storage_ms` ... `http_init_ms`) |
 //! | `subscribe` | one WebSocket subscriber: replay, cut-over, outbox, ping |
@@ -84,6 +86,7 @@ mod app;
 mod app_passwords;
 mod auth;
 mod cors;
+mod crawl;
 mod error;
 mod firehose;
 mod net;
@@ -91,6 +94,7 @@ mod params;
 mod password;
 mod plc;
 mod pool;
+mod proxy;
 mod rate_limit;
 mod request;
 mod response;
@@ -109,6 +113,7 @@ use std::time::Duration;
 
 pub use error::ServerError;
 pub use net::runtime;
+pub use proxy::{APPVIEW_SERVICE_ID, Appview};
 pub use rate_limit::{Limit, RateLimits};
 pub use snapshot::restore_snapshot;
 
@@ -129,6 +134,20 @@ pub struct ServerConfig {
     pub public_url: Option<String>,
     /// A PLC directory to submit each new account's genesis operation to.
     pub plc_url: Option<String>,
+    /// The appview `app.bsky.*` calls atpds does not serve go to, and the
+    /// one service an `atproto-proxy` header may name (`proxy.rs`).
+    pub appview: Option<Appview>,
+    /// How long a proxied call waits for the upstream's answer head (504
+    /// `UpstreamTimeout` past it); its body may take twice that in all.
+    pub proxy_timeout: Duration,
+    /// Largest proxied answer body (bytes).
+    pub proxy_max_bytes: usize,
+    /// Relays to send `com.atproto.sync.requestCrawl` to after writes
+    /// (`crawl.rs`), base URLs.
+    pub relay_urls: Vec<String>,
+    /// The least time between two `requestCrawl` rounds (the reference
+    /// PDS's 20 minutes by default).
+    pub crawl_interval: Duration,
     /// Largest blob `uploadBlob` accepts (bytes).
     pub blob_upload_limit: usize,
     /// Largest JSON request body (bytes).
@@ -209,6 +228,11 @@ impl ServerConfig {
             hostname: "localhost".to_owned(),
             public_url: None,
             plc_url: None,
+            appview: None,
+            proxy_timeout: Duration::from_secs(15),
+            proxy_max_bytes: 16 << 20,
+            relay_urls: Vec::new(),
+            crawl_interval: Duration::from_secs(20 * 60),
             blob_upload_limit: 5 << 20,
             json_body_limit: 1 << 20,
             body_grace: Duration::from_secs(10),

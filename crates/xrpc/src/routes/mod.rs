@@ -30,6 +30,8 @@ use http::request::Parts;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use hyper::body::Incoming;
 
+pub use service_auth::{is_privileged_method, is_protected_method};
+
 use crate::app::App;
 use crate::error::{XResult, XrpcError};
 use crate::rate_limit::{Class, Ticket};
@@ -333,6 +335,10 @@ async fn route(app: &Arc<App>, parts: &mut Parts, body: Incoming) -> XResult<Res
         "com.atproto.sync.subscribeRepos" => {
             check_method(m, Q)?;
             crate::subscribe::upgrade(app, parts)
+        }
+        _ if crate::proxy::wants(app, parts, method) => {
+            let nsid = method.to_owned();
+            crate::proxy::forward(app, parts, body, &nsid).await
         }
         _ => Err(XrpcError::new(
             StatusCode::NOT_IMPLEMENTED,

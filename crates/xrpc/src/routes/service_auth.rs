@@ -46,6 +46,12 @@ const PROTECTED_METHODS: &[&str] = &[
     "com.atproto.server.updateEmail",
 ];
 
+/// Whether no service-auth token may be bound to `nsid` (nor a proxied
+/// call made for it).
+pub fn is_protected_method(nsid: &str) -> bool {
+    PROTECTED_METHODS.contains(&nsid)
+}
+
 /// Whether a non-privileged app-password session may not use `nsid`.
 pub fn is_privileged_method(nsid: &str) -> bool {
     nsid.starts_with("chat.bsky.") || nsid == "com.atproto.server.createAccount"
@@ -106,7 +112,7 @@ pub async fn get_service_auth(app: &Arc<App>, parts: &Parts) -> XResult<Response
     };
     let exp = expiry(exp, lxm, now())?;
     if let Some(m) = lxm {
-        if PROTECTED_METHODS.contains(&m) {
+        if is_protected_method(m) {
             return Err(XrpcError::invalid(format!(
                 "cannot request a service auth token for the following protected method: {m}"
             )));
