@@ -183,10 +183,10 @@ use repo::syntax::{TidGenerator, validate_did};
 use rusqlite::{Connection, OptionalExtension};
 
 pub use accounts::{ACCOUNT_STATUSES, AccountState};
-pub use read::{AccountCounts, RepoBlocks};
 pub use error::{Result, StoreError};
 pub use feed::EventFeed;
 pub use ownership::APPLICATION_ID;
+pub use read::{AccountCounts, RepoBlocks};
 
 pub use migrations::SCHEMA_VERSION;
 pub use schema::StartupReport;

@@ -173,8 +173,7 @@ impl Store {
         };
         let nodes = one("SELECT COUNT(*) FROM repo_blocks WHERE did = ?1")?;
         let records = one("SELECT COUNT(*) FROM records WHERE did = ?1")?;
-        let record_blocks =
-            one("SELECT COUNT(*) FROM records WHERE did = ?1 AND cid_dup = 0")?;
+        let record_blocks = one("SELECT COUNT(*) FROM records WHERE did = ?1 AND cid_dup = 0")?;
         let expected = one("SELECT COUNT(DISTINCT blob) FROM record_blobs WHERE did = ?1")?;
         let imported = one(
             "SELECT COUNT(*) FROM (SELECT DISTINCT blob FROM record_blobs WHERE did = ?1) e \

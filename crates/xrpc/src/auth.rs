@@ -231,8 +231,7 @@ mod tests {
         assert_eq!(c.jti.as_deref(), Some("j1"));
         assert!(t.verify(&r, Scope::Access).is_err());
         // Another key's token, a tampered one, garbage.
-        let other =
-            Tokens::new(b"k2", "did:web:localhost").access("did:plc:abc", 60, Grant::Full);
+        let other = Tokens::new(b"k2", "did:web:localhost").access("did:plc:abc", 60, Grant::Full);
         assert_eq!(t.verify(&other, Scope::Access).unwrap_err().status, 401);
         let mut tampered = a.clone();
         tampered.insert(tampered.len() / 2, 'x');

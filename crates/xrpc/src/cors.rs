@@ -39,7 +39,10 @@ pub fn preflight(method: &Method, headers: &HeaderMap) -> Option<Response<Body>>
     let mut r = Response::new(Body::empty());
     *r.status_mut() = StatusCode::NO_CONTENT;
     let h = r.headers_mut();
-    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
     h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, METHODS);
     let allowed = headers
         .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
@@ -58,6 +61,9 @@ pub fn preflight(method: &Method, headers: &HeaderMap) -> Option<Response<Body>>
 
 /// The headers every non-preflight answer carries.
 pub fn decorate(h: &mut HeaderMap) {
-    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
     h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, EXPOSE);
 }

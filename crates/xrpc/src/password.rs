@@ -100,9 +100,7 @@ pub fn hash_salted(password: &str, salt: &[u8], log_n: u8) -> Result<String, Pas
 /// The cost a stored hash was made at (`None`: not this module's form).
 pub fn stored_log_n(stored: &str) -> Option<u8> {
     let n = stored.strip_prefix("scrypt$")?.split('$').next()?;
-    n.parse::<u8>()
-        .ok()
-        .filter(|n| (1..=MAX_LOG_N).contains(n))
+    n.parse::<u8>().ok().filter(|n| (1..=MAX_LOG_N).contains(n))
 }
 
 /// Whether `password` matches `stored` (compared in constant time).

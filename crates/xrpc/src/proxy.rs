@@ -124,13 +124,17 @@ fn target(app: &App, parts: &Parts, nsid: &str) -> XResult<(String, String)> {
         .to_str()
         .map_err(|_| XrpcError::invalid("invalid proxy header format"))?;
     let Some(i) = h.find('#') else {
-        return Err(XrpcError::invalid("no service id specified in proxy header"));
+        return Err(XrpcError::invalid(
+            "no service id specified in proxy header",
+        ));
     };
     if i == 0 {
         return Err(XrpcError::invalid("no did specified in proxy header"));
     }
     if i == h.len() - 1 {
-        return Err(XrpcError::invalid("no service id specified in proxy header"));
+        return Err(XrpcError::invalid(
+            "no service id specified in proxy header",
+        ));
     }
     if h[i + 1..].contains('#') {
         return Err(XrpcError::invalid("invalid proxy header format"));
@@ -144,7 +148,9 @@ fn target(app: &App, parts: &Parts, nsid: &str) -> XResult<(String, String)> {
             if service == APPVIEW_SERVICE_ID {
                 Ok((a.url.clone(), h.to_owned()))
             } else {
-                Err(XrpcError::invalid("could not resolve proxy did service url"))
+                Err(XrpcError::invalid(
+                    "could not resolve proxy did service url",
+                ))
             }
         }
         _ => Err(XrpcError::invalid("could not resolve proxy did")),
@@ -170,9 +176,10 @@ pub async fn forward(
     body: Incoming,
     nsid: &str,
 ) -> XResult<Response<Body>> {
-    if parts.method != Method::GET && parts.method != Method::HEAD && parts.method != Method::POST
-    {
-        return Err(XrpcError::invalid("XRPC requests only supports GET and POST"));
+    if parts.method != Method::GET && parts.method != Method::HEAD && parts.method != Method::POST {
+        return Err(XrpcError::invalid(
+            "XRPC requests only supports GET and POST",
+        ));
     }
     if repo::syntax::validate_nsid(nsid).is_err() {
         return Err(XrpcError::new(
@@ -208,10 +215,7 @@ pub async fn forward(
             )
         })
         .await?;
-    let path_and_query = parts
-        .uri
-        .path_and_query()
-        .map_or("/", |p| p.as_str());
+    let path_and_query = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     let uri: http::Uri = format!("{base}{path_and_query}")
         .parse()
         .map_err(|e| XrpcError::internal(format!("proxy URL: {e}")))?;
@@ -319,7 +323,9 @@ async fn upstream_error(
     };
     let name = match error.as_deref() {
         // The answer's own name, when it is a plain identifier.
-        Some(n) if !n.is_empty() && n.len() <= 64 && n.bytes().all(|b| b.is_ascii_alphanumeric()) => {
+        Some(n)
+            if !n.is_empty() && n.len() <= 64 && n.bytes().all(|b| b.is_ascii_alphanumeric()) =>
+        {
             n.to_owned()
         }
         _ if status == StatusCode::BAD_GATEWAY => "UpstreamFailure".to_owned(),

@@ -104,9 +104,7 @@ async fn check_account_status_counts_the_repository() {
     assert_eq!(after["indexedRecords"], 2);
     assert!(after["repoBlocks"].as_u64().unwrap() >= 4, "{after}");
     let latest = s
-        .get(&format!(
-            "/xrpc/com.atproto.sync.getLatestCommit?did={did}"
-        ))
+        .get(&format!("/xrpc/com.atproto.sync.getLatestCommit?did={did}"))
         .await
         .ok_json();
     assert_eq!(after["repoCommit"], latest["cid"]);
@@ -123,9 +121,7 @@ async fn get_blocks_answers_a_car_of_the_named_blocks() {
     let (did, token, _) = s.account("alice.test").await;
     let (_, rec) = s.post_record(&did, &token, "hello").await;
     let commit = s
-        .get(&format!(
-            "/xrpc/com.atproto.sync.getLatestCommit?did={did}"
-        ))
+        .get(&format!("/xrpc/com.atproto.sync.getLatestCommit?did={did}"))
         .await
         .ok_json()["cid"]
         .as_str()
@@ -182,7 +178,10 @@ async fn get_blocks_answers_a_car_of_the_named_blocks() {
         .await;
     let mut car = CarReader::new(&a.body[..]).unwrap().verify(true);
     for (cid, bytes) in &want {
-        assert_eq!(car.next_block().unwrap().as_ref(), Some(&(*cid, bytes.clone())));
+        assert_eq!(
+            car.next_block().unwrap().as_ref(),
+            Some(&(*cid, bytes.clone()))
+        );
     }
     assert!(car.next_block().unwrap().is_none());
     let _: Option<Cid> = None;

@@ -194,7 +194,11 @@ async fn proxied_calls_carry_a_service_jwt_and_stream_back() {
     assert!(a.headers.get("x-secret").is_none());
     let req = seen.lock().unwrap().last().unwrap().clone();
     assert_eq!(req.path, "/xrpc/app.bsky.feed.getTimeline?limit=3");
-    let jwt = req.header("authorization").unwrap().strip_prefix("Bearer ").unwrap();
+    let jwt = req
+        .header("authorization")
+        .unwrap()
+        .strip_prefix("Bearer ")
+        .unwrap();
     let c = claims_of(jwt, &key);
     assert_eq!(c["iss"], did.as_str());
     assert_eq!(c["aud"], APPVIEW_DID);
@@ -215,7 +219,11 @@ async fn proxied_calls_carry_a_service_jwt_and_stream_back() {
         .await;
     assert_eq!(a.status, 200);
     let req = seen.lock().unwrap().last().unwrap().clone();
-    let jwt = req.header("authorization").unwrap().strip_prefix("Bearer ").unwrap();
+    let jwt = req
+        .header("authorization")
+        .unwrap()
+        .strip_prefix("Bearer ")
+        .unwrap();
     assert_eq!(
         claims_of(jwt, &key)["aud"],
         "did:web:appview.test#bsky_appview"
@@ -293,10 +301,19 @@ async fn proxy_header_forms_and_unconfigured_services() {
     let auth = format!("Bearer {token}");
     for (value, message) in [
         ("#bsky_appview", "no did specified in proxy header"),
-        ("did:web:appview.test", "no service id specified in proxy header"),
-        ("did:web:appview.test#", "no service id specified in proxy header"),
+        (
+            "did:web:appview.test",
+            "no service id specified in proxy header",
+        ),
+        (
+            "did:web:appview.test#",
+            "no service id specified in proxy header",
+        ),
         ("did:web:appview.test#a#b", "invalid proxy header format"),
-        ("did:web:other.test#bsky_appview", "could not resolve proxy did"),
+        (
+            "did:web:other.test#bsky_appview",
+            "could not resolve proxy did",
+        ),
         (
             "did:web:appview.test#bsky_chat",
             "could not resolve proxy did service url",
@@ -318,7 +335,10 @@ async fn proxy_header_forms_and_unconfigured_services() {
         .request(
             hyper::Method::GET,
             "/xrpc/chat.bsky.convo.listConvos",
-            &[("authorization", &auth), ("atproto-proxy", "did:web:x.test#y")],
+            &[
+                ("authorization", &auth),
+                ("atproto-proxy", "did:web:x.test#y"),
+            ],
             bytes::Bytes::new(),
         )
         .await;

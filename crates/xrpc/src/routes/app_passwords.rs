@@ -67,10 +67,9 @@ pub async fn create(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResult<Re
     let log_n = app.config.scrypt_log_n;
     let kdf = app.kdf_slot().await?;
     let (p2, did2) = (plain.clone(), did.clone());
-    let hash = blocking(move || {
-        password::hash_salted(&p2, &salt(&did2), log_n).map_err(XrpcError::fault)
-    })
-    .await;
+    let hash =
+        blocking(move || password::hash_salted(&p2, &salt(&did2), log_n).map_err(XrpcError::fault))
+            .await;
     drop(kdf);
     let created_at = codec::datetime::rfc3339_millis(now_ms());
     let ap = AppPassword {
