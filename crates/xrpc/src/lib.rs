@@ -43,6 +43,21 @@
 //! blocking pool and wait in the store's group commit there; and a
 //! durable store (fsync in every commit) never commits inline.
 //!
+//! # Deviation: proxying resolves no DID, and speaks plain HTTP
+//!
+//! The reference PDS resolves the DID of an `atproto-proxy` header and
+//! proxies to whatever service its document names. atpds resolves none
+//! over the network: the header may name only the configured appview
+//! (`--appview-did`, service `#bsky_appview`), and every other DID is the
+//! reference's 400 "could not resolve proxy did" (`proxy.rs`). Upstreams
+//! (the appview, relays) are `http://` only: atpds carries no TLS client.
+//!
+//! # Deviation: no OAuth
+//!
+//! The OAuth discovery documents are served, and say that no grant,
+//! response type or scope is supported and that the JWKS is empty: clients
+//! log in with `createSession` (`routes/well_known.rs`).
+//!
 //! # Modules
 //!
 //! | module | owns |
