@@ -28,7 +28,10 @@ pub fn routes(seed: &Seed) -> Vec<Route> {
         .chunks(3)
         .take(64)
         .map(|chunk| {
-            let mut q = format!("/xrpc/com.atproto.sync.getBlocks?did={did}&cids={}", seed.head);
+            let mut q = format!(
+                "/xrpc/com.atproto.sync.getBlocks?did={did}&cids={}",
+                seed.head
+            );
             for (_, _, cid) in chunk {
                 q.push_str("&cids=");
                 q.push_str(cid);

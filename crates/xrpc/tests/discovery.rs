@@ -94,6 +94,8 @@ async fn check_account_status_counts_the_repository() {
         .await
         .ok_json();
     assert_eq!(before["activated"], true);
+    // No PLC directory configured: the did:plc resolves nowhere.
+    assert_eq!(before["validDid"], false);
     assert_eq!(before["indexedRecords"], 0);
     s.post_record(&did, &token, "one").await;
     s.post_record(&did, &token, "two").await;

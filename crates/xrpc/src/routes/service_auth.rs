@@ -1,6 +1,7 @@
 //! `com.atproto.server.getServiceAuth` (a service-auth JWT the account's
 //! repository key signs: `service_jwt.rs`) and
-//! `com.atproto.server.checkAccountStatus`.
+//! `com.atproto.server.checkAccountStatus` (its `validDid` asks the
+//! configured PLC directory).
 //!
 //! getServiceAuth's bounds are the reference PDS's: an `exp` in the past,
 //! more than an hour ahead, or, for a token bound to no method (`lxm`
@@ -14,6 +15,7 @@ use std::sync::Arc;
 
 use http::Response;
 use http::request::Parts;
+use http_body_util::BodyExt;
 use repo::cbor::json::push_json_str;
 
 use crate::app::App;
@@ -163,12 +165,16 @@ pub async fn check_account_status(app: &Arc<App>, parts: &Parts) -> XResult<Resp
             "account not found in the store: {did}"
         )));
     };
+    let valid_did = match app.accounts.by_did(&did) {
+        Some(account) => did_resolves_here(app, &account).await,
+        None => false,
+    };
     let mut s = String::with_capacity(256);
     s.push_str("{\"activated\":");
     s.push_str(if state.active { "true" } else { "false" });
-    // The account's DID resolves to this server (its document is ours,
-    // and for did:plc the genesis operation was submitted at creation).
-    s.push_str(",\"validDid\":true,\"repoCommit\":");
+    s.push_str(",\"validDid\":");
+    s.push_str(if valid_did { "true" } else { "false" });
+    s.push_str(",\"repoCommit\":");
     push_json_str(&root.commit.to_string(), &mut s);
     s.push_str(",\"repoRev\":");
     push_json_str(&root.rev, &mut s);
@@ -178,6 +184,56 @@ pub async fn check_account_status(app: &Arc<App>, parts: &Parts) -> XResult<Resp
         c.repo_blocks, c.indexed_records, c.expected_blobs, c.imported_blobs
     ));
     Ok(ok(s))
+}
+
+/// Whether the account's DID resolves, at the configured PLC directory,
+/// to a document naming this server's endpoint and the account's signing
+/// key (the reference's `validDid`). No directory configured, a DID that
+/// is not did:plc, a directory that does not answer within 5 s: `false`
+/// (atpds resolves nothing else over the network).
+async fn did_resolves_here(app: &Arc<App>, account: &crate::accounts::Account) -> bool {
+    let Some(plc) = &app.config.plc_url else {
+        return false;
+    };
+    if !account.did.starts_with("did:plc:") {
+        return false;
+    }
+    let Ok(uri) = format!("{}/{}", plc.trim_end_matches('/'), account.did).parse::<http::Uri>()
+    else {
+        return false;
+    };
+    let client = app.proxy.client();
+    let fetch = async {
+        let resp = client.get(uri).await.ok()?;
+        if !resp.status().is_success() {
+            return None;
+        }
+        let body = http_body_util::Limited::new(resp.into_body(), 64 << 10)
+            .collect()
+            .await
+            .ok()?
+            .to_bytes();
+        serde_json::from_slice::<serde_json::Value>(&body).ok()
+    };
+    let Ok(Some(doc)) = tokio::time::timeout(std::time::Duration::from_secs(5), fetch).await else {
+        return false;
+    };
+    // Any encoding of the key a directory serves (Multikey, or the legacy
+    // verification method types) reads to the same public key.
+    let key_ok = repo::crypto::PublicKey::from_did_document(&doc)
+        .is_ok_and(|k| k.to_did_key() == account.key);
+    let pds_ok = doc["service"].as_array().is_some_and(|ss| {
+        ss.iter().any(|sv| {
+            sv["id"]
+                .as_str()
+                .is_some_and(|id| id.ends_with("#atproto_pds"))
+                && sv["serviceEndpoint"]
+                    .as_str()
+                    .map(|e| e.trim_end_matches('/'))
+                    == Some(app.public_url.as_str())
+        })
+    });
+    key_ok && pds_ok
 }
 
 #[cfg(test)]

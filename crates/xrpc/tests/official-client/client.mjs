@@ -553,6 +553,7 @@ async function main() {
   const status = await attempt('checkAccountStatus', () => A.agent.com.atproto.server.checkAccountStatus())
   check('checkAccountStatus: activated, at the head',
     status?.data.activated === true && status.data.repoCommit === headA.cid && status.data.repoRev === headA.rev, show(status?.data))
+  check('checkAccountStatus: validDid (the PLC document names this PDS and the key)', status?.data.validDid === true, show(status?.data))
   check('checkAccountStatus: every record counted', status?.data.indexedRecords === live.get(A.did).size, `${status?.data.indexedRecords} vs ${live.get(A.did).size}`)
   const wantBlocks = [headA.cid, ...[...live.get(A.did).values()].slice(0, 3).map((r) => r.cid)]
   const blocks = await attempt('sync.getBlocks', () => anon.com.atproto.sync.getBlocks({ did: A.did, cids: wantBlocks }))
