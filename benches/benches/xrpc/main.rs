@@ -10,9 +10,9 @@
 //!
 //! Groups, in run order, each on a server with a fresh store under
 //! `BENCH_DIR` (default a temp dir under `target/atbench/xrpc-tmp`):
-//! - `xrpc.route` (`routes.rs`): 13 routes at 50 connections, the 4 large
-//!   ones at 10, on accounts and records seeded from `datagen::store`
-//!   (`seed.rs`);
+//! - `xrpc.route` (`routes.rs`, `routes_more.rs`): 22 routes at 50
+//!   connections, the 4 large ones at 10, on accounts and records seeded
+//!   from `datagen::store` (`seed.rs`);
 //! - `xrpc.write`: createRecord at 1, 10 and 50 connections, one account
 //!   each, a fresh body per request;
 //! - `xrpc.mix` (`mix.rs`): the 100-account traffic mix at 10 and 50
@@ -42,6 +42,7 @@ mod firehose;
 mod mix;
 mod peer;
 mod routes;
+mod routes_more;
 mod seed;
 mod startup;
 

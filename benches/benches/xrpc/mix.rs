@@ -23,7 +23,8 @@
 //! | sync.listRepos (limit 100) | 3 | 1 |
 //!
 //! Each account also put two preferences at seeding time. Proxied appview
-//! reads (profiles, timelines) are left out: atpds does not proxy yet.
+//! reads (profiles, timelines) are left out: atpds proxies them to an
+//! appview (`--appview-url`), and this bench starts none.
 //! Every 100 operations are 102 requests.
 //!
 //! The order: the `n`th operation of caller `c` (counted across

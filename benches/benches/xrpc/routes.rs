@@ -1,8 +1,9 @@
-//! `xrpc.route/<route>/c50` (13 routes), `xrpc.route/<route>/c10` (the 4
-//! large ones) and `xrpc.write/create_record/c{1,10,50}`: one request per
-//! operation through the concurrent-callers runner, one keep-alive
-//! connection per caller; statuses counted and a sample of bodies checked
-//! after each benchmark, outside the timing.
+//! `xrpc.route/<route>/c50` (13 routes here, 9 more in `routes_more.rs`),
+//! `xrpc.route/<route>/c10` (the 4 large ones) and
+//! `xrpc.write/create_record/c{1,10,50}`: one request per operation
+//! through the concurrent-callers runner, one keep-alive connection per
+//! caller; statuses counted and a sample of bodies checked after each
+//! benchmark, outside the timing.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,24 +22,24 @@ use crate::seed::{BLOB_BYTES, BLOB_MIME, PASSWORD, Seed};
 
 /// One route: its requests (by caller and operation index) and the check
 /// of a sampled answer.
-struct Route {
-    name: &'static str,
-    calls: Vec<(Call, Bytes)>,
+pub struct Route {
+    pub name: &'static str,
+    pub calls: Vec<(Call, Bytes)>,
     /// Whether the caller picks its own call (`calls[caller]`, an account
     /// per caller) or rotates through them.
-    per_caller: bool,
-    check: Check,
+    pub per_caller: bool,
+    pub check: Check,
 }
 
 /// The check of one sampled answer (its headers, its body).
-type Check = Box<dyn Fn(&HeaderMap, &Bytes) -> Result<(), String> + Sync>;
+pub type Check = Box<dyn Fn(&HeaderMap, &Bytes) -> Result<(), String> + Sync>;
 
-fn json(body: &Bytes) -> Result<Value, String> {
+pub fn json(body: &Bytes) -> Result<Value, String> {
     serde_json::from_slice(body)
         .map_err(|e| format!("not JSON ({e}): {}", String::from_utf8_lossy(body)))
 }
 
-fn expect(ok: bool, what: impl FnOnce() -> String) -> Result<(), String> {
+pub fn expect(ok: bool, what: impl FnOnce() -> String) -> Result<(), String> {
     if ok { Ok(()) } else { Err(what()) }
 }
 
@@ -47,7 +48,7 @@ fn header(h: &HeaderMap, name: hyper::header::HeaderName) -> &str {
     h.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
 }
 
-fn get(path: String) -> (Call, Bytes) {
+pub fn get(path: String) -> (Call, Bytes) {
     (Call::get(path), Bytes::new())
 }
 
@@ -367,6 +368,15 @@ pub fn run_routes(target: &mut BenchTarget, seed: &Seed, peers: &[(&str, &Seed)]
         }
         for route in large_routes(seed) {
             bench_route(&mut g, seed, peer, &route, 10);
+        }
+        for route in crate::routes_more::routes(seed) {
+            if let Some(p) = peer
+                && let Err(why) = crate::routes_more::peer_serves(seed, &route)
+            {
+                eprintln!("atbench: xrpc.route/{}.{p}: skipped: {why}", route.name);
+                continue;
+            }
+            bench_route(&mut g, seed, peer, &route, 50);
         }
     }
     g.finish();

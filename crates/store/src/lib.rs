@@ -186,6 +186,7 @@ pub use accounts::{ACCOUNT_STATUSES, AccountState};
 pub use error::{Result, StoreError};
 pub use feed::EventFeed;
 pub use ownership::APPLICATION_ID;
+pub use read::{AccountCounts, RepoBlocks};
 
 pub use migrations::SCHEMA_VERSION;
 pub use schema::StartupReport;
@@ -443,6 +444,24 @@ impl Store {
             None => Ok(None),
             Some(s) => Keypair::from_bytes(repo::crypto::Algorithm::K256, &s)
                 .map(|k| Some(k.public_key()))
+                .map_err(|e| StoreError::Corrupt(format!("signing key: {e}"))),
+        }
+    }
+
+    /// Signs SHA-256(`msg`) with `did`'s repository signing key (compact,
+    /// low-S); `None` when the store holds no key for `did`. The secret
+    /// never leaves the store: service-auth tokens are signed here.
+    pub fn sign_as(&self, did: &str, msg: &[u8]) -> Result<Option<[u8; 64]>> {
+        validate_did(did)?;
+        let r = self.reader()?;
+        let secret: Option<Option<Vec<u8>>> = r
+            .prepare_cached("SELECT signing_key FROM repo_root WHERE did = ?1")?
+            .query_row([did], |row| row.get(0))
+            .optional()?;
+        match secret.flatten() {
+            None => Ok(None),
+            Some(s) => Keypair::from_bytes(repo::crypto::Algorithm::K256, &s)
+                .map(|k| Some(k.sign(msg)))
                 .map_err(|e| StoreError::Corrupt(format!("signing key: {e}"))),
         }
     }

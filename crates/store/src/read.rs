@@ -13,6 +13,28 @@ use crate::render::render_record;
 use crate::rows::cid_from_sql;
 use crate::{ListOptions, RecordView, RepoRoot, Stats, Store};
 
+/// One account's counts ([`Store::account_counts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AccountCounts {
+    /// Blocks of its current repository.
+    pub repo_blocks: u64,
+    /// Records.
+    pub indexed_records: u64,
+    /// Distinct blobs its records reference.
+    pub expected_blobs: u64,
+    /// Of those, the ones the store holds.
+    pub imported_blobs: u64,
+}
+
+/// What [`Store::repo_blocks`] found.
+#[derive(Debug, Default)]
+pub struct RepoBlocks {
+    /// The blocks found, as asked.
+    pub found: Vec<(Cid, Vec<u8>)>,
+    /// The CIDs not in the repository.
+    pub missing: Vec<Cid>,
+}
+
 const SQL_CURRENT_CID: &str =
     "SELECT cid FROM records WHERE did = ?1 AND collection = ?2 AND rkey = ?3";
 /// Index entry and block bytes: one row since schema v4.
@@ -82,6 +104,87 @@ impl Store {
             ))),
             None => Ok(None),
         }
+    }
+
+    /// The blocks of `did`'s current repository among `cids` (its commit,
+    /// MST nodes and records: what `export_repo` writes), in the order
+    /// asked, each once; the CIDs it does not hold come back apart, in
+    /// order. `None` when the store holds no repository for `did`.
+    pub fn repo_blocks(&self, did: &str, cids: &[Cid]) -> Result<Option<RepoBlocks>> {
+        validate_did(did)?;
+        let r = self.reader()?;
+        let commit: Option<(Vec<u8>, Option<Vec<u8>>)> = r
+            .prepare_cached("SELECT commit_cid, commit_bytes FROM repo_root WHERE did = ?1")?
+            .query_row([did], |row| Ok((row.get(0)?, row.get(1)?)))
+            .optional()?;
+        let Some((commit_cid, commit_bytes)) = commit else {
+            return Ok(None);
+        };
+        let mut out = RepoBlocks::default();
+        let mut seen = std::collections::HashSet::new();
+        for cid in cids {
+            if !seen.insert(*cid) {
+                continue;
+            }
+            let key = cid.to_bytes();
+            let bytes: Option<Vec<u8>> = if key[..] == commit_cid[..] {
+                commit_bytes.clone()
+            } else {
+                let record: Option<Vec<u8>> = r
+                    .prepare_cached(
+                        "SELECT bytes FROM records WHERE did = ?1 AND cid = ?2 \
+                         AND bytes IS NOT NULL LIMIT 1",
+                    )?
+                    .query_row(params![did, &key[..]], |row| row.get(0))
+                    .optional()?;
+                match record {
+                    Some(b) => Some(b),
+                    // MST nodes are keyed by position: a scan of the
+                    // account's nodes (the caller bounds how many CIDs).
+                    None => r
+                        .prepare_cached(
+                            "SELECT bytes FROM repo_blocks WHERE did = ?1 AND cid = ?2 LIMIT 1",
+                        )?
+                        .query_row(params![did, &key[..]], |row| row.get(0))
+                        .optional()?,
+                }
+            };
+            match bytes {
+                Some(b) => out.found.push((*cid, b)),
+                None => out.missing.push(*cid),
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// `did`'s counts for `checkAccountStatus`: `None` for an unknown
+    /// account. Blocks are the commit, the MST nodes and the distinct
+    /// record blocks; expected blobs are the distinct blobs its records
+    /// reference, imported ones those of them the store holds.
+    pub fn account_counts(&self, did: &str) -> Result<Option<AccountCounts>> {
+        validate_did(did)?;
+        let r = self.reader()?;
+        if root_of(&r, did)?.is_none() {
+            return Ok(None);
+        }
+        let one = |sql: &str| -> Result<u64> {
+            Ok(r.prepare_cached(sql)?
+                .query_row([did], |row| row.get::<_, i64>(0))? as u64)
+        };
+        let nodes = one("SELECT COUNT(*) FROM repo_blocks WHERE did = ?1")?;
+        let records = one("SELECT COUNT(*) FROM records WHERE did = ?1")?;
+        let record_blocks = one("SELECT COUNT(*) FROM records WHERE did = ?1 AND cid_dup = 0")?;
+        let expected = one("SELECT COUNT(DISTINCT blob) FROM record_blobs WHERE did = ?1")?;
+        let imported = one(
+            "SELECT COUNT(*) FROM (SELECT DISTINCT blob FROM record_blobs WHERE did = ?1) e \
+             WHERE EXISTS (SELECT 1 FROM blobs b WHERE b.did = ?1 AND b.cid = e.blob)",
+        )?;
+        Ok(Some(AccountCounts {
+            repo_blocks: 1 + nodes + record_blocks,
+            indexed_records: records,
+            expected_blobs: expected,
+            imported_blobs: imported,
+        }))
     }
 
     /// getRecord: the record as atproto JSON.

@@ -85,6 +85,16 @@ impl Store {
         result
     }
 
+    /// The oldest event the log holds (`None`: an empty log). The store
+    /// never drops events itself; a log that starts past seq 1 was
+    /// trimmed outside it (a trimmed backup), and subscribeRepos tells a
+    /// cursor before its start with `#info OutdatedCursor`.
+    pub fn first_seq(&self) -> Result<Option<i64>> {
+        let r = self.reader()?;
+        Ok(r.prepare_cached("SELECT MIN(seq) FROM seq_events")?
+            .query_row([], |row| row.get::<_, Option<i64>>(0))?)
+    }
+
     /// subscribeRepos catch-up: up to `limit` events after `cursor`, framed.
     pub fn events_after(&self, cursor: i64, limit: usize) -> Result<Vec<Event>> {
         self.events_after_within(cursor, limit, usize::MAX)

@@ -1,6 +1,7 @@
 //! The account file: a small SQLite database of our own beside the store
 //! (`DB.accounts`), holding what the store does not: each account's
-//! handle, email and password hash, and the live refresh tokens.
+//! handle, email and password hash, the live refresh tokens, and the app
+//! passwords (their rows and live set: `app_passwords.rs`).
 //!
 //! Why a file of its own: the store owns repositories and their events;
 //! logins and sessions are the server's business, change on a different
@@ -108,6 +109,8 @@ struct Maps {
 pub struct Accounts {
     conn: Mutex<Connection>,
     maps: RwLock<Maps>,
+    /// Every account's app passwords (`app_passwords.rs`).
+    app_passes: RwLock<crate::app_passwords::Live>,
 }
 
 const SCHEMA: &str = "
@@ -139,6 +142,8 @@ impl Accounts {
         conn.pragma_update(None, "synchronous", if durable { "FULL" } else { "NORMAL" })?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.execute_batch(SCHEMA)?;
+        conn.execute_batch(crate::app_passwords::SCHEMA)?;
+        let app_passes = crate::app_passwords::load(&conn)?;
         conn.execute(
             "DELETE FROM refresh_tokens WHERE expires_at < ?1",
             [crate::auth::now()],
@@ -164,10 +169,23 @@ impl Accounts {
         Ok(Accounts {
             conn: Mutex::new(conn),
             maps: RwLock::new(maps),
+            app_passes: RwLock::new(app_passes),
         })
     }
 
-    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+    pub(crate) fn app_pass_read(
+        &self,
+    ) -> std::sync::RwLockReadGuard<'_, crate::app_passwords::Live> {
+        self.app_passes.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn app_pass_write(
+        &self,
+    ) -> std::sync::RwLockWriteGuard<'_, crate::app_passwords::Live> {
+        self.app_passes.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -242,6 +260,7 @@ impl Accounts {
         conn.execute("DELETE FROM accounts WHERE did = ?1", [did])?;
         conn.execute("DELETE FROM refresh_tokens WHERE did = ?1", [did])?;
         conn.execute("DELETE FROM preferences WHERE did = ?1", [did])?;
+        self.drop_app_passwords(&conn, did)?;
         let mut m = self.write();
         if let Some(a) = m.by_did.remove(did) {
             m.by_handle.remove(&a.handle);

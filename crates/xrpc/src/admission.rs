@@ -30,6 +30,7 @@ pub fn is_heavy(method: &str) -> bool {
             | "com.atproto.sync.getBlob"
             | "com.atproto.sync.listBlobs"
             | "com.atproto.sync.getRecord"
+            | "com.atproto.sync.getBlocks"
             | "com.atproto.repo.listRecords"
     )
 }

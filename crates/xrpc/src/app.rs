@@ -59,6 +59,10 @@ pub struct App {
     writes: AtomicUsize,
     /// The `describeServer` answer.
     pub describe: Bytes,
+    /// The proxy's pooled client (`proxy.rs`).
+    pub proxy: crate::proxy::Proxy,
+    /// The relays told about writes (`crawl.rs`).
+    pub crawlers: crate::crawl::Crawlers,
     /// The startup report line.
     pub startup: String,
     /// The startup stages this open timed (`http_init`: the read pool
@@ -228,6 +232,33 @@ impl App {
             // The read pool; the caller adds the listener and the hub.
             http_init: pool_started.elapsed(),
         };
+        // Only plain HTTP upstreams: atpds carries no TLS client.
+        for url in config
+            .relay_urls
+            .iter()
+            .chain(config.appview.as_ref().map(|a| &a.url))
+        {
+            if !url.starts_with("http://") {
+                return Err(ServerError::Startup(format!(
+                    "{url}: only http:// upstream URLs are supported (no TLS client)"
+                )));
+            }
+        }
+        if let Some(a) = &config.appview
+            && repo::syntax::validate_did(&a.did).is_err()
+        {
+            return Err(ServerError::Startup(format!(
+                "appview DID {:?} is not a DID",
+                a.did
+            )));
+        }
+        let proxy = crate::proxy::Proxy::new();
+        let crawlers = crate::crawl::Crawlers::new(
+            config.relay_urls.clone(),
+            &public_url,
+            config.crawl_interval,
+            proxy.client(),
+        );
         Ok(App {
             stages,
             kdf: tokio::sync::Semaphore::new(config.read_threads.max(1)),
@@ -246,6 +277,8 @@ impl App {
             public_url,
             hub,
             describe: Bytes::from(describe),
+            crawlers,
+            proxy,
             startup,
             config,
         })
@@ -282,6 +315,7 @@ impl App {
             blocking(move || Ok(f(&store))).await
         };
         drop(slot);
+        self.crawlers.notify();
         out
     }
 
@@ -344,7 +378,22 @@ impl App {
 
     /// The DID of the request's access token (401 without a valid one).
     pub fn access_did(&self, parts: &Parts) -> XResult<String> {
-        Ok(self.tokens.check(&parts.headers, Scope::Access)?.sub)
+        Ok(self.session(parts, Scope::Access)?.sub)
+    }
+
+    /// The claims of the request's token for `scope`: signature, scope and
+    /// expiry (`auth.rs`), and, for an app-password session, that its app
+    /// password is not revoked (a lookup in memory).
+    pub fn session(&self, parts: &Parts, scope: Scope) -> XResult<crate::auth::Claims> {
+        let claims = self.tokens.check(&parts.headers, scope)?;
+        if let Some(id) = &claims.apw
+            && !self.accounts.app_pass_live(&claims.sub, id)
+        {
+            return Err(XrpcError::auth_required(
+                "Token could not be verified: its app password was revoked",
+            ));
+        }
+        Ok(claims)
     }
 
     /// The account a `repo` parameter names (a DID or a handle).

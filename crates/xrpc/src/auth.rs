@@ -25,15 +25,32 @@ use crate::error::{XResult, XrpcError};
 
 const ACCESS_SCOPE: &str = "com.atproto.access";
 const REFRESH_SCOPE: &str = "com.atproto.refresh";
+/// A session made with an app password (`app_passwords.rs`).
+const APP_PASS_SCOPE: &str = "com.atproto.appPass";
+/// A session made with a privileged app password.
+const APP_PASS_PRIVILEGED_SCOPE: &str = "com.atproto.appPassPrivileged";
 const B64: data_encoding::Encoding = data_encoding::BASE64URL_NOPAD;
 
 /// Which kind of token a route wants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
-    /// An access token.
+    /// An access token: the account password's or an app password's.
     Access,
+    /// An access token of the account password only (managing app
+    /// passwords: the reference's `accessFull`).
+    Full,
     /// A refresh token.
     Refresh,
+}
+
+/// What a session was made with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grant<'a> {
+    /// The account password.
+    Full,
+    /// An app password: its id (`app_passwords.rs`) and whether it is
+    /// privileged.
+    AppPass { id: &'a str, privileged: bool },
 }
 
 /// The claims of a verified token.
@@ -48,6 +65,18 @@ pub struct Claims {
     /// Refresh tokens only: the id the account file keeps while it is live.
     #[serde(default)]
     pub jti: Option<String>,
+    /// The id of the app password the session was made with, if any: the
+    /// token is refused once that app password is revoked.
+    #[serde(default)]
+    pub apw: Option<String>,
+}
+
+impl Claims {
+    /// Whether the session may use privileged methods (the account
+    /// password's, or a privileged app password's).
+    pub fn is_privileged(&self) -> bool {
+        self.scope != APP_PASS_SCOPE
+    }
 }
 
 /// Signs and checks tokens.
@@ -88,22 +117,34 @@ impl Tokens {
     }
 
     /// A new access token for `did`, valid for `ttl` seconds.
-    pub fn access(&self, did: &str, ttl: i64) -> String {
+    pub fn access(&self, did: &str, ttl: i64, grant: Grant<'_>) -> String {
         let iat = now();
-        let payload = serde_json::json!({
+        let mut payload = serde_json::json!({
             "scope": ACCESS_SCOPE, "sub": did, "aud": self.audience,
             "iat": iat, "exp": iat + ttl,
         });
+        if let Grant::AppPass { id, privileged } = grant {
+            payload["scope"] = if privileged {
+                APP_PASS_PRIVILEGED_SCOPE
+            } else {
+                APP_PASS_SCOPE
+            }
+            .into();
+            payload["apw"] = id.into();
+        }
         self.sign(r#"{"typ":"at+jwt","alg":"HS256"}"#, &payload.to_string())
     }
 
     /// A new refresh token for `did` with id `jti`; returns it and its expiry.
-    pub fn refresh(&self, did: &str, jti: &str, ttl: i64) -> (String, i64) {
+    pub fn refresh(&self, did: &str, jti: &str, ttl: i64, grant: Grant<'_>) -> (String, i64) {
         let iat = now();
-        let payload = serde_json::json!({
+        let mut payload = serde_json::json!({
             "scope": REFRESH_SCOPE, "sub": did, "aud": self.audience,
             "jti": jti, "iat": iat, "exp": iat + ttl,
         });
+        if let Grant::AppPass { id, .. } = grant {
+            payload["apw"] = id.into();
+        }
         (
             self.sign(
                 r#"{"typ":"refresh+jwt","alg":"HS256"}"#,
@@ -130,11 +171,25 @@ impl Tokens {
             .map_err(|_| bad("malformed payload"))?;
         let claims: Claims =
             serde_json::from_slice(&payload).map_err(|_| bad("malformed claims"))?;
-        let want = match scope {
-            Scope::Access => ACCESS_SCOPE,
-            Scope::Refresh => REFRESH_SCOPE,
+        let fits = match scope {
+            Scope::Access => {
+                claims.scope == ACCESS_SCOPE
+                    || claims.scope == APP_PASS_SCOPE
+                    || claims.scope == APP_PASS_PRIVILEGED_SCOPE
+            }
+            Scope::Full => claims.scope == ACCESS_SCOPE && claims.apw.is_none(),
+            Scope::Refresh => claims.scope == REFRESH_SCOPE,
         };
-        if claims.scope != want {
+        if !fits {
+            if scope == Scope::Full && claims.scope != REFRESH_SCOPE {
+                // The reference's answer to an app-password session on an
+                // `accessFull` route.
+                return Err(XrpcError::new(
+                    StatusCode::UNAUTHORIZED,
+                    "InvalidToken",
+                    "Bad token scope",
+                ));
+            }
             return Err(bad("wrong token type"));
         }
         if claims.exp <= now() {
@@ -168,15 +223,15 @@ mod tests {
     #[test]
     fn tokens_verify_for_their_scope_only() {
         let t = Tokens::new(b"k", "did:web:localhost");
-        let a = t.access("did:plc:abc", 60);
+        let a = t.access("did:plc:abc", 60, Grant::Full);
         assert_eq!(t.verify(&a, Scope::Access).unwrap().sub, "did:plc:abc");
         assert_eq!(t.verify(&a, Scope::Refresh).unwrap_err().status, 401);
-        let (r, _) = t.refresh("did:plc:abc", "j1", 60);
+        let (r, _) = t.refresh("did:plc:abc", "j1", 60, Grant::Full);
         let c = t.verify(&r, Scope::Refresh).unwrap();
         assert_eq!(c.jti.as_deref(), Some("j1"));
         assert!(t.verify(&r, Scope::Access).is_err());
         // Another key's token, a tampered one, garbage.
-        let other = Tokens::new(b"k2", "did:web:localhost").access("did:plc:abc", 60);
+        let other = Tokens::new(b"k2", "did:web:localhost").access("did:plc:abc", 60, Grant::Full);
         assert_eq!(t.verify(&other, Scope::Access).unwrap_err().status, 401);
         let mut tampered = a.clone();
         tampered.insert(tampered.len() / 2, 'x');
@@ -188,9 +243,40 @@ mod tests {
     #[test]
     fn expired_is_400_expired_token() {
         let t = Tokens::new(b"k", "did:web:localhost");
-        let a = t.access("did:plc:abc", -5);
+        let a = t.access("did:plc:abc", -5, Grant::Full);
         let e = t.verify(&a, Scope::Access).unwrap_err();
         assert_eq!((e.status.as_u16(), e.error), (400, "ExpiredToken"));
+    }
+
+    #[test]
+    fn app_password_sessions_are_not_full() {
+        let t = Tokens::new(b"k", "did:web:localhost");
+        let grant = Grant::AppPass {
+            id: "ap1",
+            privileged: false,
+        };
+        let a = t.access("did:plc:abc", 60, grant);
+        let c = t.verify(&a, Scope::Access).unwrap();
+        assert_eq!(c.apw.as_deref(), Some("ap1"));
+        assert!(!c.is_privileged());
+        let e = t.verify(&a, Scope::Full).unwrap_err();
+        assert_eq!((e.status.as_u16(), e.error), (401, "InvalidToken"));
+        let p = t.access(
+            "did:plc:abc",
+            60,
+            Grant::AppPass {
+                id: "ap2",
+                privileged: true,
+            },
+        );
+        assert!(t.verify(&p, Scope::Access).unwrap().is_privileged());
+        let full = t.access("did:plc:abc", 60, Grant::Full);
+        assert!(t.verify(&full, Scope::Full).unwrap().apw.is_none());
+        let (r, _) = t.refresh("did:plc:abc", "j", 60, grant);
+        assert_eq!(
+            t.verify(&r, Scope::Refresh).unwrap().apw.as_deref(),
+            Some("ap1")
+        );
     }
 
     proptest::proptest! {

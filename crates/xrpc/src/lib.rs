@@ -43,6 +43,21 @@
 //! blocking pool and wait in the store's group commit there; and a
 //! durable store (fsync in every commit) never commits inline.
 //!
+//! # Deviation: proxying resolves no DID, and speaks plain HTTP
+//!
+//! The reference PDS resolves the DID of an `atproto-proxy` header and
+//! proxies to whatever service its document names. atpds resolves none
+//! over the network: the header may name only the configured appview
+//! (`--appview-did`, service `#bsky_appview`), and every other DID is the
+//! reference's 400 "could not resolve proxy did" (`proxy.rs`). Upstreams
+//! (the appview, relays) are `http://` only: atpds carries no TLS client.
+//!
+//! # Deviation: no OAuth
+//!
+//! The OAuth discovery documents are served, and say that no grant,
+//! response type or scope is supported and that the JWKS is empty: clients
+//! log in with `createSession` (`routes/well_known.rs`).
+//!
 //! # Modules
 //!
 //! | module | owns |
@@ -57,13 +72,18 @@
 //! | `stream` | response bodies produced chunk by chunk on demand, each chunk one short read |
 //! | `error` | [`XrpcError`]-style JSON errors and the store's errors mapped to lexicon names |
 //! | `params` | query strings: percent-decoding and the lexicon format checks |
-//! | `auth` | HS256 access / refresh JWTs and the secret file |
+//! | `auth` | HS256 access / refresh JWTs, their scopes (full, app password) |
+//! | `app_passwords` | app passwords: their rows in the account file, the live set their sessions are checked against |
+//! | `service_jwt` | ES256K service-auth JWTs signed with the account's repository key |
+//! | `crawl` | `requestCrawl` to the configured relays after writes, debounced |
+//! | `cors` | CORS: preflight answers and the `Access-Control-*` headers of every answer |
 //! | `password` | scrypt password hashes |
 //! | `accounts` | the account file: handles, password hashes, refresh tokens |
 //! | `plc` | did:plc genesis operations and their submission |
 //! | `pool` | the read pool: the store's short reads, off the async threads |
 //! | `rate_limit` | write points and rate limits (`--rate-limits`): the counters, the `RateLimit-*` headers |
 //! | `routes` | the XRPC methods, by lexicon namespace |
+//! | `proxy` | methods atpds does not serve, forwarded to the appview (`atproto-proxy`, `--appview-url`) with a service-auth JWT |
 //! | `firehose` | the event hub: the store's event feed (each frame encoded once by the store's writer, appended in seq order as batches commit) fanned out to subscribers, its bytes shared by all |
 //! | `startup` | the startup stage timings printed on the startup line (`storage_ms` ... `http_init_ms`) |
 //! | `subscribe` | one WebSocket subscriber: replay, cut-over, outbox, ping |
@@ -78,7 +98,10 @@
 mod accounts;
 mod admission;
 mod app;
+mod app_passwords;
 mod auth;
+mod cors;
+mod crawl;
 mod error;
 mod firehose;
 mod net;
@@ -86,10 +109,12 @@ mod params;
 mod password;
 mod plc;
 mod pool;
+mod proxy;
 mod rate_limit;
 mod request;
 mod response;
 mod routes;
+mod service_jwt;
 mod snapshot;
 mod stall;
 mod startup;
@@ -103,6 +128,7 @@ use std::time::Duration;
 
 pub use error::ServerError;
 pub use net::runtime;
+pub use proxy::{APPVIEW_SERVICE_ID, Appview};
 pub use rate_limit::{Limit, RateLimits};
 pub use snapshot::restore_snapshot;
 
@@ -123,6 +149,20 @@ pub struct ServerConfig {
     pub public_url: Option<String>,
     /// A PLC directory to submit each new account's genesis operation to.
     pub plc_url: Option<String>,
+    /// The appview `app.bsky.*` calls atpds does not serve go to, and the
+    /// one service an `atproto-proxy` header may name (`proxy.rs`).
+    pub appview: Option<Appview>,
+    /// How long a proxied call waits for the upstream's answer head (504
+    /// `UpstreamTimeout` past it); its body may take twice that in all.
+    pub proxy_timeout: Duration,
+    /// Largest proxied answer body (bytes).
+    pub proxy_max_bytes: usize,
+    /// Relays to send `com.atproto.sync.requestCrawl` to after writes
+    /// (`crawl.rs`), base URLs.
+    pub relay_urls: Vec<String>,
+    /// The least time between two `requestCrawl` rounds (the reference
+    /// PDS's 20 minutes by default).
+    pub crawl_interval: Duration,
     /// Largest blob `uploadBlob` accepts (bytes).
     pub blob_upload_limit: usize,
     /// Largest JSON request body (bytes).
@@ -203,6 +243,11 @@ impl ServerConfig {
             hostname: "localhost".to_owned(),
             public_url: None,
             plc_url: None,
+            appview: None,
+            proxy_timeout: Duration::from_secs(15),
+            proxy_max_bytes: 16 << 20,
+            relay_urls: Vec::new(),
+            crawl_interval: Duration::from_secs(20 * 60),
             blob_upload_limit: 5 << 20,
             json_body_limit: 1 << 20,
             body_grace: Duration::from_secs(10),

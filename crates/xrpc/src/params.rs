@@ -83,6 +83,14 @@ impl<'q> Params<'q> {
             .map(|(_, v)| v.as_ref())
     }
 
+    /// Every value of `name`, in order (an array parameter).
+    pub fn all<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'s str> + 's {
+        self.pairs
+            .iter()
+            .filter(move |(k, _)| k == name)
+            .map(|(_, v)| v.as_ref())
+    }
+
     /// A required parameter.
     pub fn required(&self, name: &str) -> XResult<&str> {
         match self.get(name) {

@@ -79,6 +79,30 @@ pub fn hash(password: &str, log_n: u8) -> Result<String, PasswordError> {
     ))
 }
 
+/// Hashes `password` with a given salt (app passwords: `app_passwords.rs`
+/// derives it from the DID, so one hash of a candidate compares with all
+/// of an account's).
+pub fn hash_salted(password: &str, salt: &[u8], log_n: u8) -> Result<String, PasswordError> {
+    if !(1..=MAX_LOG_N).contains(&log_n) {
+        return Err(PasswordError::Params(format!(
+            "log2(N) = {log_n} is outside 1..={MAX_LOG_N}"
+        )));
+    }
+    let out = derive(password, salt, log_n, R, P)?;
+    let hex = data_encoding::HEXLOWER;
+    Ok(format!(
+        "scrypt${log_n}${R}${P}${}${}",
+        hex.encode(salt),
+        hex.encode(&out)
+    ))
+}
+
+/// The cost a stored hash was made at (`None`: not this module's form).
+pub fn stored_log_n(stored: &str) -> Option<u8> {
+    let n = stored.strip_prefix("scrypt$")?.split('$').next()?;
+    n.parse::<u8>().ok().filter(|n| (1..=MAX_LOG_N).contains(n))
+}
+
 /// Whether `password` matches `stored` (compared in constant time).
 /// A stored hash at cost `log_n` that no password matches: a random salt
 /// and a random 64-byte "output" (no KDF run, so it costs nothing to

@@ -298,7 +298,15 @@ pub fn class(m: &str) -> Class {
         | "com.atproto.sync.getRecord"
         | "com.atproto.sync.getLatestCommit"
         | "com.atproto.sync.getRepoStatus"
-        | "com.atproto.sync.listRepos" => Class::Global,
+        | "com.atproto.sync.listRepos"
+        | "com.atproto.sync.getBlocks"
+        | "com.atproto.server.getServiceAuth"
+        | "com.atproto.server.checkAccountStatus"
+        | "com.atproto.server.createAppPassword"
+        | "com.atproto.server.listAppPasswords"
+        | "com.atproto.server.revokeAppPassword" => Class::Global,
+        // getPreferences / putPreferences, and the calls the proxy forwards.
+        m if m.starts_with("app.bsky.") || m.starts_with("chat.bsky.") => Class::Global,
         // `_health`, the firehose (a subscription), unknown methods.
         _ => Class::Free,
     }
@@ -460,6 +468,8 @@ mod tests {
         assert_eq!(class("com.atproto.sync.subscribeRepos"), Class::Free);
         assert_eq!(class("_health"), Class::Free);
         assert_eq!(class("io.example.nothing"), Class::Free);
+        assert_eq!(class("com.atproto.server.getServiceAuth"), Class::Global);
+        assert_eq!(class("app.bsky.feed.getTimeline"), Class::Global);
         assert_eq!(class("com.atproto.unknown.method"), Class::Free);
     }
 

@@ -1,6 +1,7 @@
 //! One `com.atproto.sync.subscribeRepos` subscriber: the WebSocket
 //! upgrade (refused past the connection limit), `FutureCursor` for a cursor
-//! past the head, replay from the store, cut-over to the hub
+//! past the head, `#info OutdatedCursor` for one before the log's start,
+//! replay from the store, cut-over to the hub
 //! (`firehose.rs`), the live loop (outbox to socket, pings), a return to
 //! replay when the hub's ring let go of frames before they were sent, and
 //! the goodbyes: `ConsumerTooSlow` then close 1008 for one that fell
@@ -143,6 +144,32 @@ async fn goodbye(tx: &mut Tx, error: &str, message: &str, code: CloseCode) {
     .await;
 }
 
+/// A cursor before the log's first event (`Store::first_seq`: events
+/// removed outside the store) is told with `#info OutdatedCursor`, the
+/// reference's frame, and the replay goes on from the first event held.
+/// `false`: the subscriber is gone (or the read failed and it was told).
+async fn outdated_cursor_told(app: &Arc<App>, tx: &mut Tx, cursor: i64) -> bool {
+    let store = app.store.clone();
+    let first = match app.reads.run(move || Ok(store.first_seq()?)).await {
+        Ok(f) => f,
+        Err(_) => {
+            goodbye(tx, "InternalError", "replay failed", CloseCode::Error).await;
+            return false;
+        }
+    };
+    match first {
+        Some(first) if cursor < first - 1 => {
+            let frame = Frame::Info(repo::firehose::InfoEvent {
+                name: "OutdatedCursor",
+                message: Some("Requested cursor exceeded limit. Possibly missing events"),
+            })
+            .to_vec();
+            tx.send(Message::Binary(Bytes::from(frame))).await.is_ok()
+        }
+        _ => true,
+    }
+}
+
 async fn close(tx: &mut Tx, code: CloseCode, reason: &str) {
     let _ = tokio::time::timeout(
         GOODBYE,
@@ -188,6 +215,11 @@ async fn run(app: Arc<App>, ws: Ws, cursor: Option<i64>, _slot: Slot) {
             CloseCode::Policy,
         )
         .await;
+        return;
+    }
+    if let Some(c) = cursor
+        && !outdated_cursor_told(&app, &mut tx, c).await
+    {
         return;
     }
     let mut replay = Replay::new(cursor);

@@ -1,5 +1,5 @@
 //! subscribeRepos over a real WebSocket: replay, cut-over to live,
-//! FutureCursor, ConsumerTooSlow, pings, the connection limit.
+//! FutureCursor, OutdatedCursor, ConsumerTooSlow, pings, the connection limit.
 
 mod support;
 
@@ -27,6 +27,7 @@ async fn connect(s: &TestServer, query: &str) -> Ws {
 enum Got {
     Event(i64, &'static str),
     Error(String),
+    Info(String),
     Closed(Option<CloseCode>),
 }
 
@@ -43,6 +44,7 @@ async fn next(ws: &mut Ws) -> Got {
                     Frame::Identity(c) => Got::Event(c.seq, "#identity"),
                     Frame::Account(c) => Got::Event(c.seq, "#account"),
                     Frame::Error(e) => Got::Error(e.error.to_owned()),
+                    Frame::Info(i) => Got::Info(i.name.to_owned()),
                     other => panic!("unexpected frame {other:?}"),
                 };
             }
@@ -173,6 +175,31 @@ async fn future_cursor_is_an_error_frame() {
     // The head itself is not in the future.
     let mut ws = connect(&s, "?cursor=5").await;
     s.post_record(&did, &tok, "y").await;
+    assert_eq!(seq(&next(&mut ws).await), 6);
+}
+
+#[tokio::test]
+async fn a_cursor_before_the_log_start_is_told_outdated_then_replayed() {
+    let mut s = start_with(|_| {});
+    let (did, tok, _) = s.account("oc.test").await;
+    for i in 0..4 {
+        s.post_record(&did, &tok, &format!("p{i}")).await;
+    }
+    // The log trimmed outside atpds (a trimmed backup): seqs 1..=5 gone.
+    s.shutdown();
+    let db = s.dir.path().join("pds.sqlite");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute("DELETE FROM seq_events WHERE seq <= 5", [])
+        .unwrap();
+    let server = xrpc::spawn(support::config(&s.dir)).unwrap();
+    s.url = server.url();
+    s.server = Some(server);
+    let mut ws = connect(&s, "?cursor=2").await;
+    assert_eq!(next(&mut ws).await, Got::Info("OutdatedCursor".into()));
+    assert_eq!(seq(&next(&mut ws).await), 6);
+    // A cursor at the log's start is not outdated.
+    let mut ws = connect(&s, "?cursor=5").await;
     assert_eq!(seq(&next(&mut ws).await), 6);
 }
 

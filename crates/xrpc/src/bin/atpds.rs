@@ -35,6 +35,18 @@ struct Args {
     /// A PLC directory to submit new accounts' genesis operations to.
     #[arg(long)]
     plc_url: Option<String>,
+    /// The appview `app.bsky.*` calls atpds does not serve are proxied to
+    /// (an http:// base URL); needs --appview-did.
+    #[arg(long, requires = "appview_did")]
+    appview_url: Option<String>,
+    /// The appview's DID (the audience of the proxied calls' tokens, and
+    /// the DID an `atproto-proxy: <did>#bsky_appview` header names).
+    #[arg(long, requires = "appview_url")]
+    appview_did: Option<String>,
+    /// A relay to send com.atproto.sync.requestCrawl to after writes (at
+    /// most once per 20 minutes); repeat for several.
+    #[arg(long)]
+    relay_url: Vec<String>,
     /// Largest blob uploadBlob accepts, in bytes.
     #[arg(long, default_value_t = 5 << 20)]
     blob_upload_limit: usize,
@@ -140,6 +152,13 @@ fn main() -> ExitCode {
     config.hostname = args.hostname;
     config.public_url = args.public_url;
     config.plc_url = args.plc_url;
+    if let (Some(url), Some(did)) = (args.appview_url, args.appview_did) {
+        config.appview = Some(xrpc::Appview {
+            url: url.trim_end_matches('/').to_owned(),
+            did,
+        });
+    }
+    config.relay_urls = args.relay_url;
     config.blob_upload_limit = args.blob_upload_limit;
     config.max_subscribers = args.max_subscribers;
     config.durable = args.durable;

@@ -5,16 +5,20 @@
 //! | module | methods |
 //! |---|---|
 //! | `actor` | `app.bsky.actor.getPreferences` / `putPreferences` |
-//! | `server` | `com.atproto.server.*`, `identity.resolveHandle`, `/.well-known/atproto-did` |
+//! | `server` | `com.atproto.server.*` accounts and sessions, `identity.resolveHandle`, `/.well-known/atproto-did` |
+//! | `app_passwords` | `server.createAppPassword` / `listAppPasswords` / `revokeAppPassword` |
+//! | `service_auth` | `server.getServiceAuth`, `server.checkAccountStatus` |
 //! | `repo` | `com.atproto.repo.*` writes and reads |
 //! | `blob` | `repo.uploadBlob`, `repo.listMissingBlobs`, `sync.getBlob`, `sync.listBlobs` |
-//! | `well_known` | `/.well-known/did.json` (the server's did:web document) |
-//! | `sync` | `com.atproto.sync.*` (the firehose is `subscribe.rs`) |
+//! | `well_known` | `/.well-known/did.json` (the server's did:web document), the OAuth discovery documents and `/oauth/jwks` |
+//! | `sync` | `com.atproto.sync.*` reads, `getBlocks` (the firehose is `subscribe.rs`) |
 
 mod actor;
+mod app_passwords;
 mod blob;
 mod repo;
 mod server;
+mod service_auth;
 mod sync;
 mod well_known;
 
@@ -25,6 +29,8 @@ use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use hyper::body::Incoming;
+
+pub use service_auth::{is_privileged_method, is_protected_method};
 
 use crate::app::App;
 use crate::error::{XResult, XrpcError};
@@ -59,8 +65,17 @@ fn check_method(method: &Method, kind: Kind) -> XResult<()> {
     }
 }
 
-/// Answers one request from `peer`.
+/// Answers one request from `peer` (CORS around it: `cors.rs`).
 pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Response<Body> {
+    if let Some(r) = crate::cors::preflight(req.method(), req.headers()) {
+        return r;
+    }
+    let mut resp = answer(app, req, peer).await;
+    crate::cors::decorate(resp.headers_mut());
+    resp
+}
+
+async fn answer(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Response<Body> {
     let (mut parts, body) = req.into_parts();
     let url_len = parts.uri.path().len() + parts.uri.query().map_or(0, |q| q.len() + 1);
     if url_len > app.config.max_url_bytes {
@@ -166,6 +181,13 @@ async fn route(app: &Arc<App>, parts: &mut Parts, body: Incoming) -> XResult<Res
         return match path {
             "/.well-known/atproto-did" => server::well_known_did(app, parts),
             "/.well-known/did.json" => Ok(well_known::did_json(app)),
+            "/.well-known/oauth-protected-resource" => {
+                Ok(well_known::oauth_protected_resource(app))
+            }
+            "/.well-known/oauth-authorization-server" => {
+                Ok(well_known::oauth_authorization_server(app))
+            }
+            "/oauth/jwks" => Ok(well_known::oauth_jwks()),
             "/" => Ok(json(
                 StatusCode::OK,
                 Bytes::from_static(
@@ -209,6 +231,26 @@ async fn route(app: &Arc<App>, parts: &mut Parts, body: Incoming) -> XResult<Res
         "com.atproto.server.deleteSession" => {
             check_method(m, P)?;
             server::delete_session(app, parts).await
+        }
+        "com.atproto.server.getServiceAuth" => {
+            check_method(m, Q)?;
+            service_auth::get_service_auth(app, parts).await
+        }
+        "com.atproto.server.checkAccountStatus" => {
+            check_method(m, Q)?;
+            service_auth::check_account_status(app, parts).await
+        }
+        "com.atproto.server.createAppPassword" => {
+            check_method(m, P)?;
+            app_passwords::create(app, parts, body).await
+        }
+        "com.atproto.server.listAppPasswords" => {
+            check_method(m, Q)?;
+            app_passwords::list(app, parts)
+        }
+        "com.atproto.server.revokeAppPassword" => {
+            check_method(m, P)?;
+            app_passwords::revoke(app, parts, body).await
         }
         "app.bsky.actor.getPreferences" => {
             check_method(m, Q)?;
@@ -274,6 +316,10 @@ async fn route(app: &Arc<App>, parts: &mut Parts, body: Incoming) -> XResult<Res
             check_method(m, Q)?;
             sync::get_record(app, parts).await
         }
+        "com.atproto.sync.getBlocks" => {
+            check_method(m, Q)?;
+            sync::get_blocks(app, parts).await
+        }
         "com.atproto.sync.getLatestCommit" => {
             check_method(m, Q)?;
             sync::get_latest_commit(app, parts).await
@@ -289,6 +335,10 @@ async fn route(app: &Arc<App>, parts: &mut Parts, body: Incoming) -> XResult<Res
         "com.atproto.sync.subscribeRepos" => {
             check_method(m, Q)?;
             crate::subscribe::upgrade(app, parts)
+        }
+        _ if crate::proxy::wants(app, parts, method) => {
+            let nsid = method.to_owned();
+            crate::proxy::forward(app, parts, body, &nsid).await
         }
         _ => Err(XrpcError::new(
             StatusCode::NOT_IMPLEMENTED,

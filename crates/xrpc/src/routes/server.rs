@@ -12,7 +12,7 @@ use repo::syntax::validate_handle;
 
 use crate::accounts::{Account, ReserveError};
 use crate::app::{App, Run, blocking, new_key};
-use crate::auth::Scope;
+use crate::auth::{Grant, Scope};
 use crate::error::{XResult, XrpcError};
 use crate::params::Params;
 use crate::request::json_body;
@@ -74,16 +74,20 @@ fn session_json(a: &Account, tokens: Option<(&str, &str)>) -> String {
 }
 
 /// A new token pair for `a`; the refresh token's id is recorded.
-async fn issue(app: &Arc<App>, a: &Account) -> XResult<(String, String)> {
+pub(super) async fn issue(
+    app: &Arc<App>,
+    a: &Account,
+    grant: Grant<'_>,
+) -> XResult<(String, String)> {
     let mut jti = [0u8; 16];
     getrandom::fill(&mut jti).map_err(XrpcError::fault)?;
     let jti = data_encoding::BASE64URL_NOPAD.encode(&jti);
     let access = app
         .tokens
-        .access(&a.did, app.config.access_ttl.as_secs() as i64);
-    let (refresh, exp) = app
-        .tokens
-        .refresh(&a.did, &jti, app.config.refresh_ttl.as_secs() as i64);
+        .access(&a.did, app.config.access_ttl.as_secs() as i64, grant);
+    let (refresh, exp) =
+        app.tokens
+            .refresh(&a.did, &jti, app.config.refresh_ttl.as_secs() as i64, grant);
     let (app2, did) = (app.clone(), a.did.clone());
     blocking(move || {
         app2.accounts
@@ -189,7 +193,7 @@ pub async fn create_account(
         let _ = blocking(move || app2.accounts.remove(&did).map_err(XrpcError::fault)).await;
         return Err(e);
     }
-    let (access, refresh) = issue(app, &account).await?;
+    let (access, refresh) = issue(app, &account, Grant::Full).await?;
     Ok(ok(session_json(&account, Some((&access, &refresh)))))
 }
 
@@ -218,26 +222,68 @@ pub async fn create_session(
         None => app.dummy_hash.clone(),
     };
     let kdf = app.kdf_slot().await?;
-    let good =
-        blocking(move || password::verify(&input.password, &stored).map_err(XrpcError::fault))
-            .await;
+    // As the reference: the account password first, then, for a
+    // password of the app-password shape, the account's app passwords
+    // (one more scrypt: `app_passwords.rs`).
+    let app_passes = match &account {
+        Some(a) if crate::app_passwords::is_app_password(&input.password) => {
+            app.accounts.app_passwords(&a.did)
+        }
+        _ => Vec::new(),
+    };
+    let did = account.as_ref().map(|a| a.did.clone()).unwrap_or_default();
+    let matched = blocking(move || {
+        if password::verify(&input.password, &stored).map_err(XrpcError::fault)? {
+            return Ok(Some(None));
+        }
+        if app_passes.is_empty() {
+            return Ok(None);
+        }
+        let salt = crate::app_passwords::salt(&did);
+        let mut hashed: Vec<(u8, String)> = Vec::new();
+        for ap in app_passes {
+            let Some(n) = password::stored_log_n(&ap.hash) else {
+                continue;
+            };
+            let candidate = match hashed.iter().find(|(m, _)| *m == n) {
+                Some((_, h)) => h.clone(),
+                None => {
+                    let h = password::hash_salted(&input.password, &salt, n)
+                        .map_err(XrpcError::fault)?;
+                    hashed.push((n, h.clone()));
+                    h
+                }
+            };
+            if password::ct_eq(candidate.as_bytes(), ap.hash.as_bytes()) {
+                return Ok(Some(Some((ap.id, ap.privileged))));
+            }
+        }
+        Ok(None)
+    })
+    .await;
     // Released before the refresh token's insert: the permit bounds the
     // hashes' memory, not the account file's writes.
     drop(kdf);
-    let good = good?;
-    let Some(account) = account.filter(|_| good) else {
+    let (Some(account), Some(matched)) = (account, matched?) else {
         return Err(XrpcError::login_refused());
     };
-    let (access, refresh) = issue(app, &account).await?;
+    let grant = match &matched {
+        None => Grant::Full,
+        Some((id, privileged)) => Grant::AppPass {
+            id,
+            privileged: *privileged,
+        },
+    };
+    let (access, refresh) = issue(app, &account, grant).await?;
     Ok(ok(session_json(&account, Some((&access, &refresh)))))
 }
 
-fn session_account(
+pub(super) fn session_account(
     app: &App,
     parts: &Parts,
     scope: Scope,
 ) -> XResult<(Arc<Account>, crate::auth::Claims)> {
-    let claims = app.tokens.check(&parts.headers, scope)?;
+    let claims = app.session(parts, scope)?;
     let account = app
         .accounts
         .by_did(&claims.sub)
@@ -271,8 +317,21 @@ async fn revoke(app: &Arc<App>, claims: crate::auth::Claims) -> XResult<()> {
 /// `com.atproto.server.refreshSession`: rotates the refresh token.
 pub async fn refresh_session(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> {
     let (account, claims) = session_account(app, parts, Scope::Refresh)?;
+    let apw = claims.apw.clone();
     revoke(app, claims).await?;
-    let (access, refresh) = issue(app, &account).await?;
+    // The new pair keeps the grant of the old (the app password's
+    // privilege as it is now).
+    let privileged = apw.as_ref().is_some_and(|id| {
+        app.accounts
+            .app_passwords(&account.did)
+            .iter()
+            .any(|a| &a.id == id && a.privileged)
+    });
+    let grant = match &apw {
+        None => Grant::Full,
+        Some(id) => Grant::AppPass { id, privileged },
+    };
+    let (access, refresh) = issue(app, &account, grant).await?;
     Ok(ok(session_json(&account, Some((&access, &refresh)))))
 }
 

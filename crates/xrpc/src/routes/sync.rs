@@ -1,5 +1,5 @@
 //! `com.atproto.sync.*` reads: getRepo, getRecord (a proof CAR of the
-//! key's path only), getLatestCommit, getRepoStatus, listRepos.
+//! key's path only), getBlocks, getLatestCommit, getRepoStatus, listRepos.
 //!
 //! getRepo spools the store's export into an unlinked file beside the
 //! database on the read pool, under one read transaction that lasts as
@@ -213,4 +213,45 @@ pub async fn list_repos(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>
     Ok(end_page(s, &page, limit, |(did, _, _), s| {
         push_json_str(did, s)
     }))
+}
+
+/// Most CIDs one getBlocks call may name (the URL cap allows about 140).
+const MAX_BLOCKS: usize = 256;
+
+/// `com.atproto.sync.getBlocks`: the named blocks of the repository as a
+/// CAR without roots; 400 `BlockNotFound` naming the CIDs it does not
+/// hold (as the reference, nothing is sent then).
+pub async fn get_blocks(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> {
+    let p = Params::parse(parts.uri.query())?;
+    let did = p.did("did")?.to_owned();
+    let mut cids = Vec::new();
+    for v in p.all("cids") {
+        if cids.len() == MAX_BLOCKS {
+            return Err(XrpcError::invalid(format!(
+                "cids: at most {MAX_BLOCKS} per call"
+            )));
+        }
+        cids.push(crate::params::parse_cid("cids", v)?);
+    }
+    if cids.is_empty() {
+        return Err(XrpcError::invalid(
+            "Error: Params must have the property \"cids\"",
+        ));
+    }
+    let did2 = did.clone();
+    let found = app
+        .read(move |store| Ok(store.repo_blocks(&did2, &cids)?))
+        .await?
+        .ok_or_else(|| repo_not_found(&did))?;
+    if !found.missing.is_empty() {
+        let names: Vec<String> = found.missing.iter().map(|c| c.to_string()).collect();
+        return Err(XrpcError::bad(
+            "BlockNotFound",
+            format!("Could not find cids: {}", names.join(", ")),
+        ));
+    }
+    let car = write_car_vec(&[], found.found.iter().map(|(c, b)| (c, b.as_slice())));
+    let mut r = Response::new(Body::Full(Some(Bytes::from(car))));
+    r.headers_mut().insert(header::CONTENT_TYPE, CAR);
+    Ok(r)
 }

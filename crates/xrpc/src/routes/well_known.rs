@@ -2,7 +2,8 @@
 //! `did:web:<hostname>`, as `describeServer` says), naming this server as
 //! the `#atproto_pds` service at its public URL, so that a client or a
 //! relay resolving the server's DID finds where it answers. The same shape
-//! the reference PDS serves.
+//! the reference PDS serves. Also the OAuth discovery documents, which
+//! say truthfully that no OAuth grant is supported.
 
 use std::sync::Arc;
 
@@ -23,4 +24,48 @@ pub fn did_json(app: &Arc<App>) -> Response<Body> {
         }],
     });
     ok(doc.to_string())
+}
+
+/// `/.well-known/oauth-protected-resource` (RFC 9728): this server is
+/// the resource, and names itself as its authorization server, whose
+/// metadata ([`oauth_authorization_server`]) says it grants nothing: atpds
+/// implements no OAuth flow, so the truthful lists are empty and clients
+/// use `createSession` (bearer tokens in the `Authorization` header).
+pub fn oauth_protected_resource(app: &Arc<App>) -> Response<Body> {
+    let doc = serde_json::json!({
+        "resource": app.public_url,
+        "authorization_servers": [app.public_url],
+        "scopes_supported": [],
+        "bearer_methods_supported": ["header"],
+        "resource_documentation": "https://atproto.com",
+    });
+    ok(doc.to_string())
+}
+
+/// `/.well-known/oauth-authorization-server` (RFC 8414): the issuer and
+/// its JWKS location, with every grant, response type, scope and client
+/// authentication list empty (none is implemented; see
+/// [`oauth_protected_resource`]).
+pub fn oauth_authorization_server(app: &Arc<App>) -> Response<Body> {
+    let doc = serde_json::json!({
+        "issuer": app.public_url,
+        "jwks_uri": format!("{}/oauth/jwks", app.public_url),
+        "scopes_supported": [],
+        "response_types_supported": [],
+        "response_modes_supported": [],
+        "grant_types_supported": [],
+        "token_endpoint_auth_methods_supported": [],
+        "code_challenge_methods_supported": [],
+        "dpop_signing_alg_values_supported": [],
+        "authorization_response_iss_parameter_supported": false,
+        "require_pushed_authorization_requests": false,
+        "client_id_metadata_document_supported": false,
+    });
+    ok(doc.to_string())
+}
+
+/// `/oauth/jwks`: the authorization server's signing keys, none (it issues
+/// no OAuth tokens; sessions are HS256 tokens only this server checks).
+pub fn oauth_jwks() -> Response<Body> {
+    ok(bytes::Bytes::from_static(b"{\"keys\":[]}"))
 }

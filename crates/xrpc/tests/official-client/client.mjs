@@ -19,10 +19,16 @@
 // account's key); then every #commit of those writes checked on the live
 // Firehose and on a second one replaying from cursor 0: per account, in
 // order, nothing missing, nothing extra, every op with its path and CID.
+// Between the two: getServiceAuth checked with @atproto/xrpc-server's
+// verifyJwt, app passwords (made, listed, a login, its restricted scope,
+// revoked), checkAccountStatus and sync.getBlocks.
 
 import { AtpAgent } from '@atproto/api'
 import { XRPCError } from '@atproto/xrpc'
-import { verifyRepoCar } from '@atproto/repo'
+import { verifyRepoCar, readCar } from '@atproto/repo'
+// A dependency of @atproto/sync (in the lock file): what a receiving
+// service runs on a service-auth token.
+import { verifyJwt } from '@atproto/xrpc-server'
 import { Firehose, MemoryRunner } from '@atproto/sync'
 import { IdResolver } from '@atproto/identity'
 
@@ -491,6 +497,74 @@ async function main() {
     }
     check(`verifyRepoCar ${acc.handle}: refused with the other account's key`, !wrongKeyAccepted)
   }
+
+  // Service auth: the token a service receiving it accepts
+  // (@atproto/xrpc-server's verifyJwt, against the key of the DID document
+  // the PLC directory serves), and the lexicon's expiry refusals.
+  const lxm = 'app.bsky.feed.getTimeline'
+  const gsa = await attempt('getServiceAuth', () => A.agent.com.atproto.server.getServiceAuth({ aud: B.did, lxm }))
+  if (gsa) {
+    const getKey = (iss, force) => idResolver.did.resolveAtprotoKey(iss, force)
+    const payload = await attempt('getServiceAuth: verifyJwt accepts the token', () => verifyJwt(gsa.data.token, B.did, lxm, getKey))
+    check('getServiceAuth: iss, aud, lxm', payload?.iss === A.did && payload?.aud === B.did && payload?.lxm === lxm, show(payload))
+    let otherLxm = true
+    try {
+      await verifyJwt(gsa.data.token, B.did, 'app.bsky.feed.getAuthorFeed', getKey)
+    } catch {
+      otherLxm = false
+    }
+    check('getServiceAuth: verifyJwt refuses it for another method', !otherLxm)
+  }
+  const now = Math.floor(Date.now() / 1000)
+  await refused('getServiceAuth: exp more than an hour ahead', 400, 'BadExpiration', () =>
+    A.agent.com.atproto.server.getServiceAuth({ aud: B.did, lxm, exp: now + 7200 }),
+  )
+  await refused('getServiceAuth: a method-less token more than a minute ahead', 400, 'BadExpiration', () =>
+    A.agent.com.atproto.server.getServiceAuth({ aud: B.did, exp: now + 600 }),
+  )
+
+  // App passwords: made, listed without the secret, a login with its
+  // restricted scope, revoked (its session ends, it logs in no more).
+  const apName = 'official client'
+  const ap = await attempt('createAppPassword', () => A.agent.com.atproto.server.createAppPassword({ name: apName }))
+  check('createAppPassword: xxxx-xxxx-xxxx-xxxx', /^[a-z2-7]{4}(-[a-z2-7]{4}){3}$/.test(ap?.data.password ?? ''), ap?.data.password)
+  const listedAp = await attempt('listAppPasswords', () => A.agent.com.atproto.server.listAppPasswords())
+  check('listAppPasswords: the one made, without its secret',
+    listedAp?.data.passwords.length === 1 && listedAp.data.passwords[0].name === apName && !show(listedAp.data).includes(ap?.data.password ?? '-'), show(listedAp?.data))
+  const apAgent = new AtpAgent({ service: PDS_URL })
+  if (ap) {
+    await attempt('login with the app password', () => apAgent.login({ identifier: A.handle, password: ap.data.password }))
+    const apSess = await attempt('getSession with the app password', () => apAgent.com.atproto.server.getSession())
+    check('app-password session: the account', apSess?.data.did === A.did, show(apSess?.data))
+    await refused('app-password session cannot create app passwords', 401, 'InvalidToken', () =>
+      apAgent.com.atproto.server.createAppPassword({ name: 'nested' }),
+    )
+    await attempt('revokeAppPassword', () => A.agent.com.atproto.server.revokeAppPassword({ name: apName }))
+    await refused('the revoked app password session ends', 401, 'AuthRequired', () => apAgent.com.atproto.server.getSession())
+    await refused('the revoked app password logs in no more', 401, 'AuthenticationRequired', () =>
+      new AtpAgent({ service: PDS_URL }).login({ identifier: A.handle, password: ap.data.password }),
+    )
+    const after = await attempt('listAppPasswords after the revocation', () => A.agent.com.atproto.server.listAppPasswords())
+    check('listAppPasswords: none left', after?.data.passwords.length === 0, show(after?.data))
+  }
+
+  // checkAccountStatus and sync.getBlocks against the repository's head.
+  const headA = (await anon.com.atproto.sync.getLatestCommit({ did: A.did })).data
+  const status = await attempt('checkAccountStatus', () => A.agent.com.atproto.server.checkAccountStatus())
+  check('checkAccountStatus: activated, at the head',
+    status?.data.activated === true && status.data.repoCommit === headA.cid && status.data.repoRev === headA.rev, show(status?.data))
+  check('checkAccountStatus: validDid (the PLC document names this PDS and the key)', status?.data.validDid === true, show(status?.data))
+  check('checkAccountStatus: every record counted', status?.data.indexedRecords === live.get(A.did).size, `${status?.data.indexedRecords} vs ${live.get(A.did).size}`)
+  const wantBlocks = [headA.cid, ...[...live.get(A.did).values()].slice(0, 3).map((r) => r.cid)]
+  const blocks = await attempt('sync.getBlocks', () => anon.com.atproto.sync.getBlocks({ did: A.did, cids: wantBlocks }))
+  if (blocks) {
+    const car = await attempt('sync.getBlocks: a CAR whose blocks hash to their CIDs', () => readCar(blocks.data))
+    const got = (car?.blocks.cids() ?? []).map((c) => c.toString())
+    check('sync.getBlocks: the blocks asked for', show([...got].sort()) === show([...new Set(wantBlocks)].sort()), `${show(got)} vs ${show(wantBlocks)}`)
+  }
+  await refused('sync.getBlocks: a CID the repo does not hold', 400, 'BlockNotFound', () =>
+    anon.com.atproto.sync.getBlocks({ did: A.did, cids: ['bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm'] }),
+  )
 
   // The firehose: the live one, then a replay from cursor 0.
   await settle(liveSub, expected)
