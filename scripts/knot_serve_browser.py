@@ -22,7 +22,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import browser  # noqa: E402
 
-FOLLOW = (("tree", 'a[href^="/blob/"]'), ("file", 'a[href^="/commit/"]'))
+FOLLOW = (("file", 'a[href^="/blob/"]'), ("commit", 'a[href^="/commit/"]'))
 
 
 def shot_name(index: int, path: str) -> str:
@@ -75,7 +75,7 @@ def run(base: str, paths: list[str], out: Path, chromium: browser.Chromium) -> d
     for step, selector in FOLLOW:
         href = chromium.evaluate(f"(document.querySelector('{selector}') || {{}}).href || ''")
         if not href:
-            result["errors"].append(f"no link {selector} on the {step} page {url}")
+            result["errors"].append(f"no link {selector} (to a {step}) on {url}")
             return result
         page = visit(chromium, href, out / shot_name(len(result["pages"]), "follow-" + step))
         result["pages"].append(page)

@@ -60,7 +60,10 @@ impl Canvas {
             return;
         }
         let i = (y as usize * WIDTH as usize + x as usize) * 3;
-        let a = a.clamp(0.0, 1.0);
+        // Coverage in 16 steps: the card then holds few enough colours
+        // for an 8-bit palette, which deflates several times smaller than
+        // RGB (the ~30 KB target) and is invisible at this size.
+        let a = (a.clamp(0.0, 1.0) * 15.0).round() / 15.0;
         for k in 0..3 {
             let d = f32::from(self.px[i + k]);
             self.px[i + k] = (d + (f32::from(c[k]) - d) * a).round() as u8;
@@ -123,19 +126,58 @@ impl CardFont {
                 [0x59, 0x63, 0x6e],
             );
         }
-        let mut out = Vec::with_capacity(48 << 10);
-        {
-            let mut enc = png::Encoder::new(&mut out, WIDTH, HEIGHT);
-            enc.set_color(png::ColorType::Rgb);
-            enc.set_depth(png::BitDepth::Eight);
-            enc.set_compression(png::Compression::Fast);
-            let mut w = enc
-                .write_header()
-                .map_err(|e| ServeError::Card(e.to_string()))?;
-            w.write_image_data(&cv.px)
-                .map_err(|e| ServeError::Card(e.to_string()))?;
-            w.finish().map_err(|e| ServeError::Card(e.to_string()))?;
-        }
-        Ok(Bytes::from(out))
+        encode(&cv.px)
     }
+}
+
+/// The palette and the index of every pixel, or `None` past 256 colours.
+fn palettize(rgb: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    let mut palette: Vec<[u8; 3]> = Vec::new();
+    let mut index = Vec::with_capacity(rgb.len() / 3);
+    let mut last: Option<([u8; 3], u8)> = None;
+    for p in rgb.chunks_exact(3) {
+        let c = [p[0], p[1], p[2]];
+        let i = match last {
+            Some((lc, li)) if lc == c => li,
+            _ => {
+                let i = match palette.iter().position(|x| *x == c) {
+                    Some(i) => i,
+                    None => {
+                        palette.push(c);
+                        palette.len() - 1
+                    }
+                };
+                let i = u8::try_from(i).ok()?;
+                last = Some((c, i));
+                i
+            }
+        };
+        index.push(i);
+    }
+    Some((palette.concat(), index))
+}
+
+fn encode(rgb: &[u8]) -> Result<Bytes> {
+    let perr = |e: png::EncodingError| ServeError::Card(e.to_string());
+    let mut out = Vec::with_capacity(48 << 10);
+    {
+        let mut enc = png::Encoder::new(&mut out, WIDTH, HEIGHT);
+        enc.set_depth(png::BitDepth::Eight);
+        enc.set_compression(png::Compression::Fast);
+        let data = match palettize(rgb) {
+            Some((palette, index)) => {
+                enc.set_color(png::ColorType::Indexed);
+                enc.set_palette(palette);
+                index
+            }
+            None => {
+                enc.set_color(png::ColorType::Rgb);
+                rgb.to_vec()
+            }
+        };
+        let mut w = enc.write_header().map_err(perr)?;
+        w.write_image_data(&data).map_err(perr)?;
+        w.finish().map_err(perr)?;
+    }
+    Ok(Bytes::from(out))
 }
