@@ -107,7 +107,16 @@ impl App {
         &self.mirror
     }
 
-    /// Drops every cached render (the `cold` bench rows and tests).
+    /// Opens the mirror anew (pack indexes and refs not yet read) and
+    /// drops every cached render: the `cold` bench rows. The syntax set
+    /// and the font stay loaded (process start-up, not a page's cost).
+    pub fn reopen(&mut self) -> Result<()> {
+        self.mirror = Mirror::open(self.mirror.dir())?;
+        self.clear_caches();
+        Ok(())
+    }
+
+    /// Drops every cached render.
     pub fn clear_caches(&self) {
         self.highlighted.clear();
         self.readmes.clear();

@@ -64,9 +64,9 @@ impl Canvas {
         // for an 8-bit palette, which deflates several times smaller than
         // RGB (the ~30 KB target) and is invisible at this size.
         let a = (a.clamp(0.0, 1.0) * 15.0).round() / 15.0;
-        for k in 0..3 {
+        for (k, &ck) in c.iter().enumerate() {
             let d = f32::from(self.px[i + k]);
-            self.px[i + k] = (d + (f32::from(c[k]) - d) * a).round() as u8;
+            self.px[i + k] = (d + (f32::from(ck) - d) * a).round() as u8;
         }
     }
 }
