@@ -244,8 +244,6 @@ pub fn run(target: &mut BenchTarget, root: &Path) {
                 b.iter(|| std::hint::black_box(app.handle(&k.path)))
             });
         }
-        g.finish();
-        let mut g = target.group("knot.page");
         for k in &kinds {
             g.bench("ours.cold", k.tier, |b| {
                 b.iter_custom(|iters| {
@@ -310,9 +308,6 @@ pub fn run(target: &mut BenchTarget, root: &Path) {
 }
 
 fn load(target: &mut BenchTarget, app: App, kinds: &[Kind]) {
-    for k in kinds {
-        check(&app, k);
-    }
     let expected: Vec<usize> = kinds.iter().map(|k| check(&app, k)).collect();
     let app = Arc::new(app);
     let srv = server::spawn(
@@ -412,8 +407,8 @@ async fn batch(
             let mut wrong = 0u64;
             for i in 0..share {
                 let k = (c as u64 + i) as usize % paths.len();
-                let req = http::Request::get(paths[k].as_str())
-                    .header(http::header::HOST, "bench")
+                let req = hyper::Request::get(paths[k].as_str())
+                    .header(hyper::header::HOST, "bench")
                     .body(Empty::<Bytes>::new())
                     .expect("request");
                 let t = Instant::now();
