@@ -15,7 +15,11 @@
 //!   (1 and 4 under `--test`);
 //! - `knot.large_push`, `knot.large_clone` (`large.rs`): generated
 //!   repositories of 10 and 100 MiB (250 MiB in the full preset; 10 MiB
-//!   only under `--test`), with the helper's peak RSS.
+//!   only under `--test`), with the helper's peak RSS;
+//! - `knot.page`, `knot.card`, `knot.page_load` (`pages.rs`): knot-serve's
+//!   pages and social cards over a generated mirror, warm and cold, and
+//!   its server under an in-process load generator at 10 and 50
+//!   connections.
 //!
 //! Requests, round trips and connects per id (from the proxy), landed
 //! pushes and retries, and the peak RSS per size go to the run context
@@ -39,6 +43,7 @@ mod fixture;
 mod floor;
 mod large;
 mod ops;
+mod pages;
 mod writers;
 
 /// The large-repository groups.
@@ -125,6 +130,9 @@ fn main() {
         let mut stores = vec![&f];
         stores.extend(peer.as_ref());
         large::run(&mut target, &stores, sizes);
+    }
+    if pages::GROUPS.iter().any(|g| target.may_run(g)) {
+        pages::run(&mut target, dir.path());
     }
     let mut counts = f.counts.lock().unwrap_or_else(|e| e.into_inner()).clone();
     if let Some(p) = &peer {

@@ -1,0 +1,158 @@
+//! A commit's diff: the changed files from gix's tree diff
+//! ([`crate::mirror::changes`]), each file's lines from `similar`'s
+//! Myers diff, as unified hunks with three lines of context. Bounded:
+//! files past [`MAX_DIFF_BLOB`] or holding a NUL byte are named but not
+//! diffed, and a commit's diff stops after [`MAX_DIFF_LINES`] lines.
+
+use std::fmt::Write;
+
+use similar::{ChangeTag, TextDiff};
+
+use crate::error::Result;
+use crate::html::escape_into;
+use crate::mirror::{self, ChangeKind, CommitInfo, FileChange};
+use crate::paths::{encode_path, encode_segment};
+
+/// Largest blob whose lines are diffed.
+pub const MAX_DIFF_BLOB: u64 = 1 << 20;
+/// Most diff lines shown for one commit.
+pub const MAX_DIFF_LINES: usize = 5000;
+
+/// What is shown for one file.
+#[derive(Debug, Clone)]
+pub enum Body {
+    /// Unified hunks: a header line, then `(tag, line)` pairs.
+    Hunks(Vec<(String, Vec<(ChangeTag, String)>)>),
+    Binary,
+    TooLarge,
+    /// The commit's line budget ran out before this file.
+    Elided,
+}
+
+/// One file of a commit's diff.
+#[derive(Debug, Clone)]
+pub struct FileDiff {
+    pub change: FileChange,
+    pub body: Body,
+}
+
+fn text_of(repo: &gix::Repository, id: Option<gix::ObjectId>) -> Result<Option<Option<String>>> {
+    // Outer None: too large; inner None: binary.
+    let Some(id) = id else {
+        return Ok(Some(Some(String::new())));
+    };
+    match mirror::blob(repo, id, MAX_DIFF_BLOB) {
+        Ok(b) if b.contains(&0) => Ok(Some(None)),
+        Ok(b) => Ok(Some(Some(String::from_utf8_lossy(&b).into_owned()))),
+        Err(crate::error::ServeError::TooLarge { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The diff of `c` against its first parent.
+pub fn commit_diff(repo: &gix::Repository, c: &CommitInfo) -> Result<Vec<FileDiff>> {
+    let mut budget = MAX_DIFF_LINES;
+    let mut out = Vec::new();
+    for change in mirror::changes(repo, c)? {
+        if budget == 0 {
+            out.push(FileDiff {
+                change,
+                body: Body::Elided,
+            });
+            continue;
+        }
+        let body = match (text_of(repo, change.old)?, text_of(repo, change.new)?) {
+            (None, _) | (_, None) => Body::TooLarge,
+            (Some(None), _) | (_, Some(None)) => Body::Binary,
+            (Some(Some(a)), Some(Some(b))) => {
+                let d = TextDiff::from_lines(&a, &b);
+                let mut hunks = Vec::new();
+                'groups: for group in d.grouped_ops(3) {
+                    let (Some(first), Some(last)) = (group.first(), group.last()) else {
+                        continue;
+                    };
+                    let (o, n) = (first.old_range().start, first.new_range().start);
+                    let header = format!(
+                        "@@ -{},{} +{},{} @@",
+                        o + 1,
+                        last.old_range().end - o,
+                        n + 1,
+                        last.new_range().end - n
+                    );
+                    let mut lines = Vec::new();
+                    for op in &group {
+                        for ch in d.iter_changes(op) {
+                            if budget == 0 {
+                                hunks.push((header, lines));
+                                break 'groups;
+                            }
+                            budget -= 1;
+                            lines.push((ch.tag(), ch.value().trim_end_matches('\n').to_owned()));
+                        }
+                    }
+                    hunks.push((header, lines));
+                }
+                Body::Hunks(hunks)
+            }
+        };
+        out.push(FileDiff { change, body });
+    }
+    Ok(out)
+}
+
+impl FileDiff {
+    /// Appends this file's section; file links point at `rev`.
+    pub fn write_html(&self, o: &mut String, rev: &str) {
+        let (word, href_rev) = match self.change.kind {
+            ChangeKind::Added => ("added", Some(rev)),
+            ChangeKind::Deleted => ("deleted", None),
+            ChangeKind::Modified => ("modified", Some(rev)),
+        };
+        o.push_str("<section class=\"diff\"><h3>");
+        match href_rev {
+            Some(r) => {
+                let _ = write!(
+                    o,
+                    "<a href=\"/blob/{}/{}\">",
+                    encode_segment(r),
+                    encode_path(&self.change.path)
+                );
+                escape_into(o, &self.change.path);
+                o.push_str("</a>");
+            }
+            None => escape_into(o, &self.change.path),
+        }
+        let _ = write!(o, " <span class=\"meta\">{word}</span></h3>");
+        match &self.body {
+            Body::Binary => o.push_str("<p class=\"meta\">binary</p>"),
+            Body::TooLarge => o.push_str("<p class=\"meta\">too large to diff</p>"),
+            Body::Elided => o.push_str("<p class=\"meta\">diff not shown (line limit)</p>"),
+            Body::Hunks(h) => {
+                o.push_str("<pre>");
+                for (header, lines) in h {
+                    o.push_str("<span class=\"hunk\">");
+                    escape_into(o, header);
+                    o.push_str("</span>");
+                    for (tag, line) in lines {
+                        let (class, sign) = match tag {
+                            ChangeTag::Insert => ("add", '+'),
+                            ChangeTag::Delete => ("del", '-'),
+                            ChangeTag::Equal => ("", ' '),
+                        };
+                        if class.is_empty() {
+                            o.push(sign);
+                            escape_into(o, line);
+                            o.push('\n');
+                        } else {
+                            let _ = write!(o, "<span class=\"{class}\">{sign}");
+                            escape_into(o, line);
+                            o.push_str("</span>");
+                        }
+                    }
+                }
+                o.push_str("</pre>");
+            }
+        }
+        o.push_str("</section>");
+    }
+}
