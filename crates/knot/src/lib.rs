@@ -86,6 +86,7 @@
 //! | `atomic` | `--atomic`: one `applyWrites` under `swapCommit` |
 //! | [`fetch`] | the packs a fetch lacks, streamed into index-pack |
 //! | [`helper`] | the gitremote-helpers protocol |
+//! | [`gateway`] | `knot gateway`: per-branch queues landed as one push each |
 //! | [`proxy`] | the latency proxy that counts requests and round trips (tests and `--bench knot`) |
 //! | [`error`] | [`KnotError`] |
 
@@ -93,6 +94,7 @@ mod atomic;
 pub mod client;
 pub mod error;
 pub mod fetch;
+pub mod gateway;
 pub mod git;
 pub mod helper;
 pub mod identity;

@@ -38,7 +38,8 @@ fn is_auth_error(e: &KnotError) -> bool {
 }
 
 impl Auth {
-    fn new(pds: Xrpc, identifier: String, tokens: Option<Tokens>) -> Auth {
+    /// A session of `identifier` on `pds`, starting from `tokens` if any.
+    pub fn new(pds: Xrpc, identifier: String, tokens: Option<Tokens>) -> Auth {
         Auth {
             pds,
             identifier,
