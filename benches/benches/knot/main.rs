@@ -6,8 +6,9 @@
 //! Groups, in run order, on one store under `BENCH_DIR`:
 //! - `knot.clone`, `knot.noop_fetch`, `knot.fetch_one`, `knot.push_one`,
 //!   `knot.new_branch`, `knot.delete` (`ops.rs`): cold and warm at each RTT;
-//! - `knot.writers` (`writers.rs`): 1, 4, 16 writers on one branch at 50 ms
-//!   (1 and 4 under `--test`);
+//! - `knot.writers` (`writers.rs`, `gateway.rs`): 1, 4, 16 writers on one
+//!   branch at RTT 0 and 50 ms, with direct CAS (`atpds`) and through
+//!   `knot gateway` (`gateway`) (1 and 4 under `--test`);
 //! - `knot.large_push`, `knot.large_clone` (`large.rs`): generated
 //!   repositories of 10 and 100 MiB (250 MiB in the full preset; 10 MiB
 //!   only under `--test`), with the helper's peak RSS.
@@ -30,6 +31,7 @@ use benches::config::Preset;
 use benches::target::{BenchTarget, Budget};
 
 mod fixture;
+mod gateway;
 mod large;
 mod ops;
 mod writers;
@@ -110,7 +112,7 @@ fn main() {
     if target.may_run("knot.writers") {
         // 16 writers take one rebase round per landed push: not in the smoke run.
         let writers: &[usize] = if smoke { &[1, 4] } else { &[1, 4, 16] };
-        writers::run(&mut target, &f, Duration::from_millis(50), writers);
+        writers::run(&mut target, &f, &rtts, writers);
     }
     if LARGE.iter().any(|g| target.may_run(g)) {
         let mut stores = vec![&f];

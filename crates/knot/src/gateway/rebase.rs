@@ -182,7 +182,7 @@ mod tests {
         #[test]
         fn rewrite_never_panics_and_starts_with_tree(s in proptest::collection::vec(any::<u8>(), 0..400)) {
             let r = rewrite(&s, "t", "p");
-            prop_assert!(r.starts_with("tree t\nparent p\n"));
+            prop_assert!(r.starts_with(b"tree t\nparent p\n"));
         }
     }
 }
