@@ -11,8 +11,9 @@
 //!   same proxy (the bound the client and machine set; probes);
 //! - `knot.compact` (`compact.rs`): one compaction of 20 packs, with its
 //!   write-point account;
-//! - `knot.writers` (`writers.rs`): 1, 4, 16 writers on one branch at 50 ms
-//!   (1 and 4 under `--test`);
+//! - `knot.writers` (`writers.rs`, `gateway.rs`): 1, 4, 16 writers on one
+//!   branch at RTT 0 and 50 ms, with direct CAS (`atpds`) and through
+//!   `knot gateway` (`gateway`) (1 and 4 under `--test`);
 //! - `knot.large_push`, `knot.large_clone` (`large.rs`): generated
 //!   repositories of 10 and 100 MiB (250 MiB in the full preset; 10 MiB
 //!   only under `--test`), with the helper's peak RSS;
@@ -41,6 +42,7 @@ use benches::target::{BenchTarget, Budget};
 mod compact;
 mod fixture;
 mod floor;
+mod gateway;
 mod large;
 mod ops;
 mod pages;
@@ -124,7 +126,7 @@ fn main() {
     if target.may_run("knot.writers") {
         // 16 writers take one rebase round per landed push: not in the smoke run.
         let writers: &[usize] = if smoke { &[1, 4] } else { &[1, 4, 16] };
-        writers::run(&mut target, &f, Duration::from_millis(50), writers);
+        writers::run(&mut target, &f, &rtts, writers);
     }
     if LARGE.iter().any(|g| target.may_run(g)) {
         let mut stores = vec![&f];

@@ -1,24 +1,36 @@
 //! `knot.writers`: N clones pushing straight to one branch, each with its
 //! own commit per round; a writer refused (`fetch first`) fetches,
 //! rebases and pushes again until it lands. One iteration is one round:
-//! every writer's commit landed (elements = N). Retries per landed push
-//! are recorded beside the time.
+//! every writer's commit landed (elements = N). Retries and round trips
+//! per landed push are recorded beside the time. Each (RTT, N) is followed
+//! by the same N writers through the gateway (`gateway.rs`), in the same
+//! group and run.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use benches::target::BenchTarget;
+use benches::target::{BenchTarget, Group};
 use criterion::Throughput;
 
 use crate::fixture::Fixture;
 
-pub fn run(target: &mut BenchTarget, f: &Fixture, rtt: Duration, counts: &[usize]) {
-    let proxy = f.proxy(rtt);
-    let tier_rtt = format!("rtt-{}ms", rtt.as_millis());
+pub fn run(target: &mut BenchTarget, f: &Fixture, rtts: &[Duration], counts: &[usize]) {
     let mut g = target.group("knot.writers");
     g.criterion().sample_size(10);
-    for &n in counts {
-        let repo = format!("writers-{n}");
+    for &rtt in rtts {
+        for &n in counts {
+            direct(&mut g, f, rtt, n);
+            crate::gateway::row(&mut g, f, rtt, n);
+        }
+    }
+    g.finish();
+}
+
+fn direct(g: &mut Group<'_>, f: &Fixture, rtt: Duration, n: usize) {
+    let proxy = f.proxy(rtt);
+    let tier_rtt = format!("rtt-{}ms", rtt.as_millis());
+    {
+        let repo = format!("writers-{n}-{}", rtt.as_millis());
         let url = f.url(&proxy, &repo);
         let seed = f.init(&format!("{repo}-seed"));
         f.commit(&seed, "README", "seed\n");
@@ -34,6 +46,7 @@ pub fn run(target: &mut BenchTarget, f: &Fixture, rtt: Duration, counts: &[usize
         let tier = format!("writers-{n}-{tier_rtt}");
         let id = g.id("atpds", &tier);
         let (landed, retries, round) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
+        let round_trips = AtomicU64::new(0);
         g.throughput(Throughput::Elements(n as u64));
         g.bench("atpds", &tier, |b| {
             b.iter_custom(|iters| {
@@ -44,6 +57,7 @@ pub fn run(target: &mut BenchTarget, f: &Fixture, rtt: Duration, counts: &[usize
                     for (w, d) in clones.iter().enumerate() {
                         f.commit(d, &format!("w{w}.txt"), &format!("round {r}\n"));
                     }
+                    let _ = proxy.take();
                     let start = Instant::now();
                     std::thread::scope(|s| {
                         for d in &clones {
@@ -71,6 +85,7 @@ pub fn run(target: &mut BenchTarget, f: &Fixture, rtt: Duration, counts: &[usize
                         }
                     });
                     total += start.elapsed();
+                    round_trips.fetch_add(proxy.take().round_trips, Ordering::Relaxed);
                 }
                 total
             });
@@ -98,7 +113,13 @@ pub fn run(target: &mut BenchTarget, f: &Fixture, rtt: Duration, counts: &[usize
             "retries_per_landed_push",
             serde_json::json!((per * 100.0).round() / 100.0),
         );
+        let rt = round_trips.load(Ordering::Relaxed) as f64 / l as f64;
+        eprintln!("atbench: {id}: {rt:.2} round trips per landed commit");
+        f.note(
+            &id,
+            "round_trips_per_landed_commit",
+            serde_json::json!((rt * 100.0).round() / 100.0),
+        );
         let _ = proxy.take();
     }
-    g.finish();
 }

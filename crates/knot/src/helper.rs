@@ -182,7 +182,12 @@ pub fn run(url: &str, input: impl BufRead, output: &mut impl Write) -> Result<Ex
             let popts = opts.push.clone();
             let r = remote!();
             let outcome = rt.block_on(async {
-                let o = push(r, cmds, &popts).await;
+                let o = match crate::gateway::client::configured() {
+                    Some(gw) if crate::gateway::client::eligible(&cmds, &popts) => {
+                        crate::gateway::client::push(r, &gw, cmds, &popts).await
+                    }
+                    _ => push(r, cmds, &popts).await,
+                };
                 // The state is kept even when the push failed half-way:
                 // what landed is cached.
                 let saved = r.save().await;

@@ -95,6 +95,7 @@
 //! | [`fetch`] | the packs a fetch lacks, streamed into index-pack |
 //! | [`compact`] | `knot compact`: packs folded into one within a budget, resumable |
 //! | [`helper`] | the gitremote-helpers protocol |
+//! | [`gateway`] | `knot gateway`: per-branch queues landed as one push each |
 //! | [`trace`] | phase timings on stderr (`KNOT_TRACE=1`) |
 //! | [`proxy`] | the latency proxy that counts requests and round trips (tests and `--bench knot`) |
 //! | [`error`] | [`KnotError`] |
@@ -105,6 +106,7 @@ pub mod compact;
 pub mod dns;
 pub mod error;
 pub mod fetch;
+pub mod gateway;
 pub mod git;
 pub mod helper;
 pub mod identity;

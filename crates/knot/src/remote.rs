@@ -40,7 +40,9 @@ fn is_auth_error(e: &KnotError) -> bool {
 }
 
 impl Auth {
-    fn new(
+    /// A session of `identifier` on `pds`, starting from `tokens` if any;
+    /// `creds` when the caller has them (else found when first needed).
+    pub fn new(
         pds: Xrpc,
         identifier: String,
         creds: Option<Credentials>,

@@ -48,7 +48,24 @@ pub async fn pack_and_upload(
     concurrency: usize,
     progress: bool,
 ) -> Result<Uploaded> {
+    pack_and_upload_in(None, pds, auth, positives, negatives, concurrency, progress).await
+}
+
+/// [`pack_and_upload`] from the repository at `git_dir` (the gateway's
+/// scratch repository) instead of the one `GIT_DIR` names.
+pub async fn pack_and_upload_in(
+    git_dir: Option<&std::path::Path>,
+    pds: &Xrpc,
+    auth: Arc<Auth>,
+    positives: &[String],
+    negatives: &[String],
+    concurrency: usize,
+    progress: bool,
+) -> Result<Uploaded> {
     let mut cmd = tokio::process::Command::new("git");
+    if let Some(d) = git_dir {
+        cmd.arg("--git-dir").arg(d);
+    }
     cmd.args(["pack-objects", "--revs", "--stdout", "--delta-base-offset"]);
     cmd.arg(if progress { "--progress" } else { "-q" });
     cmd.stdin(Stdio::piped())
