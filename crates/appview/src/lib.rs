@@ -24,7 +24,7 @@
 //! | `record` | the records as DAG-CBOR, both ways (strict decoder, proptested) |
 //! | `plan` | the orchestration rules: an input checked and planned into a mutation |
 //! | `ordset` | [`OrdSet`]: the ordered set with rank access |
-//! | `rows` | the run rows in one slab (a slot per run, carried by the ordered sets' keys) |
+//! | `rows` | the runs in one slab (a slot per run, carried by the ordered sets' keys): records and their dense rows |
 //! | `index` | [`Index`]: record maps, sets per state and flow, ordered sets; fed by `#commit` frames |
 //! | `query` | the read patterns, their parameters, the page |
 //! | `run_page` | [`RunPage`]: a page of runs as dense rows and one text buffer |
