@@ -212,11 +212,11 @@ async fn read(t: &TierDb, q: &Query) -> Page {
         Query::Completed1h { now } => {
             let (a, b) = appview::window(*now);
             let rows = t.client.query(st, &[&a, &b]).await.expect("window");
-            Page::Runs(rows.iter().map(|r| Arc::new(run_of(r))).collect())
+            Page::Runs(rows.iter().map(run_of).collect())
         }
         _ => {
             let rows = t.client.query(st, &[]).await.expect("list");
-            Page::Runs(rows.iter().map(|r| Arc::new(run_of(r))).collect())
+            Page::Runs(rows.iter().map(run_of).collect())
         }
     }
 }

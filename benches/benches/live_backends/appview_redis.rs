@@ -123,7 +123,7 @@ async fn load(c: &mut MultiplexedConnection, p: &str, tier: &Tier) -> redis::Red
 
 async fn runs(c: &mut MultiplexedConnection, p: &str, ids: Vec<String>) -> Page {
     if ids.is_empty() {
-        return Page::Runs(Vec::new());
+        return Page::Runs(appview::RunPage::default());
     }
     let keys: Vec<String> = ids.iter().map(|id| format!("{p}run:{id}")).collect();
     let values: Vec<Vec<u8>> = redis::cmd("MGET")
@@ -135,7 +135,7 @@ async fn runs(c: &mut MultiplexedConnection, p: &str, ids: Vec<String>) -> Page 
         values
             .iter()
             .zip(&ids)
-            .map(|(v, id)| Arc::new(run_of(v, id)))
+            .map(|(v, id)| run_of(v, id))
             .collect(),
     )
 }

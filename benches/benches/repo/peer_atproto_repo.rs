@@ -150,23 +150,18 @@ pub fn mst_diff(group: &mut Group<'_>, tier: &str, trees: &benches::inputs::MstD
         ))
     };
     let c = |c: &atproto_dasl::Cid| crate::mst_diff::cid(&c.to_bytes());
-    let mut got: crate::mst_diff::DiffRows = diff()
-        .expect("atproto-repo diffs")
-        .iter()
-        .map(|d| match d {
-            MstDiff::Add { key, cid } => (key.clone(), None, Some(c(cid))),
-            MstDiff::Update {
-                key,
-                old_cid,
-                new_cid,
-            } => (key.clone(), Some(c(old_cid)), Some(c(new_cid))),
-            MstDiff::Delete { key, cid } => (key.clone(), Some(c(cid)), None),
-        })
-        .collect();
-    got.sort();
-    assert_eq!(
-        got, trees.want,
-        "atproto-repo: the diff of the {tier} trees"
-    );
-    group.bench(NAME, tier, |b| b.iter(|| diff().map_or(0, |d| d.len())));
+    let rows = |d: &Vec<MstDiff>| -> crate::mst_diff::DiffRows {
+        d.iter()
+            .map(|d| match d {
+                MstDiff::Add { key, cid } => (key.clone(), None, Some(c(cid))),
+                MstDiff::Update {
+                    key,
+                    old_cid,
+                    new_cid,
+                } => (key.clone(), Some(c(old_cid)), Some(c(new_cid))),
+                MstDiff::Delete { key, cid } => (key.clone(), Some(c(cid)), None),
+            })
+            .collect()
+    };
+    crate::peers::mst_diff_row(group, NAME, tier, trees, diff, rows, Vec::len);
 }

@@ -149,31 +149,31 @@ pub fn mst_diff(group: &mut Group<'_>, tier: &str, trees: &benches::inputs::MstD
             a.diff(&b).await
         })
     };
-    let d = diff().expect("jacquard-repo diffs");
     let c = |c: &JCid| crate::mst_diff::cid(&c.to_bytes());
-    let mut got: crate::mst_diff::DiffRows = d
-        .creates
-        .iter()
-        .map(|(k, v)| (k.to_string(), None, Some(c(v))))
-        .chain(
-            d.updates
+    crate::peers::mst_diff_row(
+        group,
+        NAME,
+        tier,
+        trees,
+        diff,
+        |d| {
+            d.creates
                 .iter()
-                .map(|(k, new, old)| (k.to_string(), Some(c(old)), Some(c(new)))),
-        )
-        .chain(
-            d.deletes
-                .iter()
-                .map(|(k, v)| (k.to_string(), Some(c(v)), None)),
-        )
-        .collect();
-    got.sort();
-    assert_eq!(
-        got, trees.want,
-        "jacquard-repo: the diff of the {tier} trees"
+                .map(|(k, v)| (k.to_string(), None, Some(c(v))))
+                .chain(
+                    d.updates
+                        .iter()
+                        .map(|(k, new, old)| (k.to_string(), Some(c(old)), Some(c(new)))),
+                )
+                .chain(
+                    d.deletes
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), Some(c(v)), None)),
+                )
+                .collect()
+        },
+        |d| d.creates.len(),
     );
-    group.bench(NAME, tier, |b| {
-        b.iter(|| diff().map_or(0, |d| d.creates.len()))
-    });
 }
 
 fn unsigned() -> UnsignedCommit<jacquard_common::DefaultStr> {
@@ -266,10 +266,7 @@ pub fn car_read(group: &mut Group<'_>, tier: &str, car: &[u8], n: usize) {
             Ok(mst.leaves().await?.len())
         })
     };
-    assert_eq!(import(car).expect("jacquard-repo imports our CAR"), n);
-    group.bench(&format!("{NAME}.nohash"), tier, |b| {
-        b.iter(|| import(black_box(car)).unwrap_or(0))
-    });
+    crate::peers::car_read_row(group, &format!("{NAME}.nohash"), tier, car, n, import);
 }
 
 fn decode(frame: &[u8]) -> Option<Box<jacquard_api::com_atproto::sync::subscribe_repos::Commit>> {
@@ -282,20 +279,7 @@ fn decode(frame: &[u8]) -> Option<Box<jacquard_api::com_atproto::sync::subscribe
 /// `repo.frame_decode/jacquard-repo/commit`: header and `#commit` body into
 /// its generated lexicon types; every corpus frame checked first.
 pub fn frame(group: &mut Group<'_>, frames: &[Vec<u8>]) {
-    for f in frames {
-        assert!(
-            decode(f).is_some(),
-            "jacquard-repo decodes every corpus #commit frame"
-        );
-    }
-    let mut i = 0usize;
-    group.bench(NAME, "commit", |b| {
-        b.iter(|| {
-            let f = &frames[i % frames.len()];
-            i += 1;
-            decode(black_box(f)).is_some()
-        })
-    });
+    crate::peers::frame_row(group, NAME, frames, |f| decode(f).is_some());
 }
 
 /// `repo.frame_verify/jacquard-repo/commit`: decode, then `validate_v1_1`

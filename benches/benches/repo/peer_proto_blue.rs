@@ -179,10 +179,7 @@ fn import(car: &[u8]) -> Result<usize, proto_blue_repo::RepoError> {
 
 /// `repo.car_read/proto-blue-repo/<tier>`; checked to list `n` records.
 pub fn car_read(group: &mut Group<'_>, tier: &str, car: &[u8], n: usize) {
-    assert_eq!(import(car).expect("proto-blue-repo imports our CAR"), n);
-    group.bench(NAME, tier, |b| {
-        b.iter(|| import(black_box(car)).map_or(0, |n| n))
-    });
+    crate::peers::car_read_row(group, NAME, tier, car, n, import);
 }
 
 /// `repo.mst_add/proto-blue-repo/<tier>`: load the base tree (all of it:
@@ -279,31 +276,16 @@ pub fn mst_diff(group: &mut Group<'_>, tier: &str, trees: &benches::inputs::MstD
         let prev = MstNode::load(&old, &blocks)?;
         proto_blue_repo::DataDiff::of(&curr, Some(&prev))
     };
-    let d = diff().expect("proto-blue-repo diffs");
     let c = |c: &PbCid| crate::mst_diff::cid(&c.to_bytes());
-    let mut got: crate::mst_diff::DiffRows = d
-        .adds
-        .values()
-        .map(|a| (a.key.clone(), None, Some(c(&a.cid))))
-        .chain(
-            d.updates
-                .values()
-                .map(|u| (u.key.clone(), Some(c(&u.prev)), Some(c(&u.cid)))),
-        )
-        .chain(
-            d.deletes
-                .values()
-                .map(|x| (x.key.clone(), Some(c(&x.cid)), None)),
-        )
-        .collect();
-    got.sort();
-    assert_eq!(
-        got, trees.want,
-        "proto-blue-repo: the diff of the {tier} trees"
+    crate::peers::mst_diff_row(
+        group,
+        NAME,
+        tier,
+        trees,
+        diff,
+        |d| crate::mst_diff::data_diff_rows!(d, c),
+        |d| d.adds.len(),
     );
-    group.bench(NAME, tier, |b| {
-        b.iter(|| diff().map_or(0, |d| d.adds.len()))
-    });
 }
 
 /// Decodes one frame (header, body, event fields); true for a `#commit`.
@@ -327,18 +309,5 @@ fn frame_decode(frame: &[u8]) -> bool {
 /// `repo.frame_decode/proto-blue-repo/commit`: every corpus frame checked
 /// to decode to a `#commit` first.
 pub fn frame(group: &mut Group<'_>, frames: &[Vec<u8>]) {
-    for f in frames {
-        assert!(
-            frame_decode(f),
-            "proto-blue-repo decodes every corpus #commit frame"
-        );
-    }
-    let mut i = 0usize;
-    group.bench(NAME, "commit", |b| {
-        b.iter(|| {
-            let f = &frames[i % frames.len()];
-            i += 1;
-            frame_decode(black_box(f))
-        })
-    });
+    crate::peers::frame_row(group, NAME, frames, frame_decode);
 }

@@ -111,28 +111,16 @@ pub fn mst_diff(group: &mut Group<'_>, tier: &str, trees: &benches::inputs::MstD
             rsky_repo::data_diff::DataDiff::of(&mut curr, Some(&mut prev)).await
         })
     };
-    let d = diff().expect("rsky-repo diffs");
     let c = |c: &RCid| crate::mst_diff::cid(&c.to_bytes());
-    let mut got: crate::mst_diff::DiffRows = d
-        .adds
-        .values()
-        .map(|a| (a.key.clone(), None, Some(c(&a.cid))))
-        .chain(
-            d.updates
-                .values()
-                .map(|u| (u.key.clone(), Some(c(&u.prev)), Some(c(&u.cid)))),
-        )
-        .chain(
-            d.deletes
-                .values()
-                .map(|x| (x.key.clone(), Some(c(&x.cid)), None)),
-        )
-        .collect();
-    got.sort();
-    assert_eq!(got, trees.want, "rsky-repo: the diff of the {tier} trees");
-    group.bench(NAME, tier, |b| {
-        b.iter(|| diff().map_or(0, |d| d.adds.len()))
-    });
+    crate::peers::mst_diff_row(
+        group,
+        NAME,
+        tier,
+        trees,
+        diff,
+        |d| crate::mst_diff::data_diff_rows!(d, c),
+        |d| d.adds.len(),
+    );
 }
 
 fn unsigned() -> UnsignedCommit {
@@ -217,8 +205,5 @@ pub fn car_read(group: &mut Group<'_>, tier: &str, car: &[u8], n: usize) {
             Ok(tree.leaves().await?.len())
         })
     };
-    assert_eq!(import(car).expect("rsky-repo imports our CAR"), n);
-    group.bench(&format!("{NAME}.nohash"), tier, |b| {
-        b.iter(|| import(black_box(car)).unwrap_or(0))
-    });
+    crate::peers::car_read_row(group, &format!("{NAME}.nohash"), tier, car, n, import);
 }

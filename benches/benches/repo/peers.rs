@@ -170,3 +170,61 @@ pub fn car_write_row(
         })
     });
 }
+
+/// Adds `repo.car_read/<id>/<tier>` once `import` (a peer's read of our
+/// CAR down to its records, counted) is seen, outside the timing, to list
+/// our `n` records.
+pub fn car_read_row<E: std::fmt::Debug>(
+    group: &mut Group<'_>,
+    id: &str,
+    tier: &str,
+    car: &[u8],
+    n: usize,
+    import: impl Fn(&[u8]) -> Result<usize, E>,
+) {
+    let got = import(car).unwrap_or_else(|e| panic!("{id} does not import our CAR: {e:?}"));
+    assert_eq!(got, n, "{id}: records listed from our {tier} CAR");
+    group.bench(id, tier, |b| b.iter(|| import(black_box(car)).unwrap_or(0)));
+}
+
+/// Adds `repo.frame_decode/<id>/commit`, cycling over the corpus frames,
+/// once `decode` (a peer's decode of one frame; true for a `#commit`) is
+/// seen to take every frame as one.
+pub fn frame_row(
+    group: &mut Group<'_>,
+    id: &str,
+    frames: &[Vec<u8>],
+    decode: impl Fn(&[u8]) -> bool,
+) {
+    for f in frames {
+        assert!(decode(f), "{id} decodes every corpus #commit frame");
+    }
+    let mut i = 0usize;
+    group.bench(id, "commit", |b| {
+        b.iter(|| {
+            let f = &frames[i % frames.len()];
+            i += 1;
+            decode(black_box(f))
+        })
+    });
+}
+
+/// Adds `repo.mst_diff/<id>/<tier>` timing `diff` (a peer's diff of the
+/// two trees; `len` counts what it returns) once `rows` of its result (the
+/// compared shape, any order) are seen, outside the timing, to equal
+/// `trees.want`.
+pub fn mst_diff_row<D, E: std::fmt::Debug>(
+    group: &mut Group<'_>,
+    id: &str,
+    tier: &str,
+    trees: &benches::inputs::MstDiffTrees,
+    diff: impl Fn() -> Result<D, E>,
+    rows: impl Fn(&D) -> crate::mst_diff::DiffRows,
+    len: impl Fn(&D) -> usize,
+) {
+    let d = diff().unwrap_or_else(|e| panic!("{id} does not diff the {tier} trees: {e:?}"));
+    let mut got = rows(&d);
+    got.sort();
+    assert_eq!(got, trees.want, "{id}: the diff of the {tier} trees");
+    group.bench(id, tier, |b| b.iter(|| diff().map_or(0, |d| len(&d))));
+}

@@ -27,6 +27,7 @@ use crate::model::{Flow, FlowRun, FlowRunState, StateType};
 use crate::ordset::OrdSet;
 use crate::query::RunWithState;
 use crate::rows::Slot;
+use crate::run_page::{RunPage, RunView};
 use crate::uuid::Uuid;
 
 /// An inclusive time range (µs); an unset side is open. Prefect's
@@ -88,13 +89,39 @@ pub struct RunFilter {
 impl RunFilter {
     /// Whether `run` passes.
     pub fn holds(&self, run: &FlowRun) -> bool {
-        self.states
-            .as_ref()
-            .is_none_or(|s| s.contains(&run.state_type))
-            && self.flows.as_ref().is_none_or(|f| f.contains(&run.flow_id))
-            && self.start.holds(run.start)
-            && self.expected.holds(Some(run.expected_start))
-            && self.end.holds(run.end)
+        self.holds_fields(
+            run.state_type,
+            run.flow_id,
+            run.start,
+            run.expected_start,
+            run.end,
+        )
+    }
+
+    /// Whether the index's row `run` passes.
+    fn holds_row(&self, run: &RunView<'_>) -> bool {
+        self.holds_fields(
+            run.state_type(),
+            run.flow_id(),
+            run.start(),
+            run.expected_start(),
+            run.end(),
+        )
+    }
+
+    fn holds_fields(
+        &self,
+        state: StateType,
+        flow: Uuid,
+        start: Option<i64>,
+        expected: i64,
+        end: Option<i64>,
+    ) -> bool {
+        self.states.as_ref().is_none_or(|s| s.contains(&state))
+            && self.flows.as_ref().is_none_or(|f| f.contains(&flow))
+            && self.start.holds(start)
+            && self.expected.holds(Some(expected))
+            && self.end.holds(end)
     }
 }
 
@@ -261,7 +288,7 @@ impl Index {
         sort: RunSort,
         offset: usize,
         limit: usize,
-    ) -> Vec<Arc<FlowRun>> {
+    ) -> RunPage {
         let (field, desc) = match sort {
             RunSort::IdDesc => (Field::Ids, true),
             RunSort::StartTimeAsc => (Field::Started, false),
@@ -299,17 +326,21 @@ impl Index {
                 .collect();
             let rows = &self.runs;
             Box::new(runs.chain(
-                merge(rest, true).filter(move |&s| rows.at(s).is_some_and(|r| r.end.is_none())),
+                merge(rest, true).filter(move |&s| rows.view(s).is_some_and(|r| r.end().is_none())),
             ))
         } else {
             Box::new(runs)
         };
-        runs.filter_map(|s| self.runs.at(s))
-            .filter(|r| !residual || filter.holds(r))
+        let mut page = RunPage::with_capacity(limit.min(256));
+        for r in runs
+            .filter_map(|s| self.runs.view(s))
+            .filter(|r| !residual || filter.holds_row(r))
             .skip(offset - skip)
             .take(limit)
-            .cloned()
-            .collect()
+        {
+            page.push_view(r);
+        }
+        page
     }
 
     /// The sorts without an ordered set: every matching run, sorted.
@@ -319,26 +350,30 @@ impl Index {
         sort: RunSort,
         offset: usize,
         limit: usize,
-    ) -> Vec<Arc<FlowRun>> {
-        let mut runs: Vec<&Arc<FlowRun>> = self
+    ) -> RunPage {
+        let mut runs: Vec<RunView<'_>> = self
             .populations(filter)
             .into_iter()
             .flat_map(|s| s.ids.iter())
-            .filter_map(|&(_, slot)| self.runs.at(slot))
-            .filter(|r| filter.holds(r))
+            .filter_map(|&(_, slot)| self.runs.view(slot))
+            .filter(|r| filter.holds_row(r))
             .collect();
         match sort {
-            RunSort::NameAsc => runs.sort_by(|a, b| (&a.name, a.id).cmp(&(&b.name, b.id))),
-            RunSort::NameDesc => runs.sort_by(|a, b| (&b.name, b.id).cmp(&(&a.name, a.id))),
+            RunSort::NameAsc => runs.sort_by(|a, b| (a.name(), a.id()).cmp(&(b.name(), b.id()))),
+            RunSort::NameDesc => runs.sort_by(|a, b| (b.name(), b.id()).cmp(&(a.name(), a.id()))),
             _ => runs.sort_by_key(|r| {
                 (
-                    r.next_scheduled_start.is_none(),
-                    r.next_scheduled_start,
-                    r.id,
+                    r.next_scheduled_start().is_none(),
+                    r.next_scheduled_start(),
+                    r.id(),
                 )
             }),
         }
-        runs.into_iter().skip(offset).take(limit).cloned().collect()
+        let mut page = RunPage::with_capacity(limit.min(256));
+        for r in runs.into_iter().skip(offset).take(limit) {
+            page.push_view(r);
+        }
+        page
     }
 
     /// How many runs `filter` takes: O(1) per state population without
@@ -366,8 +401,8 @@ impl Index {
             _ => pops
                 .iter()
                 .flat_map(|s| s.ids.iter())
-                .filter_map(|&(_, slot)| self.runs.at(slot))
-                .filter(|r| filter.holds(r))
+                .filter_map(|&(_, slot)| self.runs.view(slot))
+                .filter(|r| filter.holds_row(r))
                 .count(),
         }
     }
@@ -397,6 +432,12 @@ impl Index {
     /// A state of the history.
     pub fn state(&self, id: Uuid) -> Option<&FlowRunState> {
         self.states.get(&id).map(|s| &**s)
+    }
+
+    /// The run `id`'s dense row.
+    pub fn run_view(&self, id: Uuid) -> Option<RunView<'_>> {
+        let (slot, _) = self.runs.get(&id)?;
+        self.runs.view(slot)
     }
 
     /// A run with its current state.
@@ -521,7 +562,7 @@ mod tests {
                 start, expected, end,
             };
             let sort = RunSort::ALL[sort];
-            let got: Vec<Uuid> = idx.filter_runs(&f, sort, offset, limit).iter().map(|r| r.id).collect();
+            let got: Vec<Uuid> = idx.filter_runs(&f, sort, offset, limit).iter().map(|r| r.id()).collect();
             prop_assert_eq!(got, model(&idx, &f, sort, offset, limit));
             prop_assert_eq!(idx.count_runs(&f), model(&idx, &f, sort, 0, usize::MAX).len());
         }

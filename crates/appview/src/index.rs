@@ -39,6 +39,7 @@ use crate::query::{
 };
 use crate::record;
 use crate::rows::{Rows, Slot};
+use crate::run_page::RunPage;
 use crate::uuid::Uuid;
 
 /// A key of a time-ordered set: (time, id), then the run's slot in
@@ -283,9 +284,14 @@ impl Index {
         Ok(n)
     }
 
-    /// The rows of `slots`, in order (each set's slot holds its run).
-    fn page(&self, slots: impl Iterator<Item = Slot>) -> Page {
-        Page::Runs(slots.filter_map(|s| self.runs.at(s).cloned()).collect())
+    /// The rows of `slots`, in order (each set's slot holds its run),
+    /// copied out of the dense slab.
+    fn page(&self, limit: usize, slots: impl Iterator<Item = Slot>) -> Page {
+        let mut page = RunPage::with_capacity(limit);
+        for view in slots.filter_map(|s| self.runs.view(s)) {
+            page.push_view(view);
+        }
+        Page::Runs(page)
     }
 
     /// Answers a read pattern (see [`Query`]).
@@ -306,16 +312,19 @@ impl Index {
                     (Some(_), None) => a.next(),
                     (None, None) => None,
                 });
-                self.page(merged.take(ACTIVE_LIMIT).map(|k| k.1))
+                self.page(ACTIVE_LIMIT, merged.take(ACTIVE_LIMIT).map(|k| k.1))
             }
             Query::Completed50 => {
                 let set = &self.by_state[StateType::Completed.index()].started;
-                self.page(set.rev_from(set.len()).take(COMPLETED_LIMIT).map(|k| k.2))
+                self.page(
+                    COMPLETED_LIMIT,
+                    set.rev_from(set.len()).take(COMPLETED_LIMIT).map(|k| k.2),
+                )
             }
             Query::Paginated => {
                 let set = &self.all.expected;
                 let end = set.len().saturating_sub(PAGE_OFFSET);
-                self.page(set.rev_from(end).take(PAGE_LIMIT).map(|k| k.2))
+                self.page(PAGE_LIMIT, set.rev_from(end).take(PAGE_LIMIT).map(|k| k.2))
             }
             Query::CountCompleted => Page::Count(self.count_in(StateType::Completed) as u64),
             Query::FlowList => {
@@ -329,6 +338,7 @@ impl Index {
                 };
                 let (from, _) = window(now);
                 self.page(
+                    WINDOW_LIMIT,
                     set.rev_from(end)
                         .take_while(|k| k.0 >= from)
                         .take(WINDOW_LIMIT)

@@ -24,9 +24,10 @@
 //! | `record` | the records as DAG-CBOR, both ways (strict decoder, proptested) |
 //! | `plan` | the orchestration rules: an input checked and planned into a mutation |
 //! | `ordset` | [`OrdSet`]: the ordered set with rank access |
-//! | `rows` | the run rows in one slab (a slot per run, carried by the ordered sets' keys) |
+//! | `rows` | the runs in one slab (a slot per run, carried by the ordered sets' keys): records and their dense rows |
 //! | `index` | [`Index`]: record maps, sets per state and flow, ordered sets; fed by `#commit` frames |
 //! | `query` | the read patterns, their parameters, the page |
+//! | `run_page` | [`RunPage`]: a page of runs as dense rows and one text buffer |
 //! | `filter` | [`RunFilter`], [`RunSort`]: the general flow-run read of Prefect's `/flow_runs/filter` |
 //! | `app` | [`AppView`]: the store, its repository, writes as commits, the live index |
 //! | `rebuild` | the index from an exported repository alone |
@@ -61,6 +62,7 @@ mod record;
 #[cfg(feature = "rest")]
 pub mod rest;
 mod rows;
+mod run_page;
 mod sqlite;
 mod uuid;
 
@@ -79,6 +81,7 @@ pub use query::{
     ReadBackend, RunWithState, WINDOW_LIMIT, window,
 };
 pub use record::{decode as decode_record, encode as encode_record};
+pub use run_page::{RunPage, RunView};
 pub use sqlite::{PRAGMAS, SqliteBaseline};
 pub use uuid::Uuid;
 

@@ -252,8 +252,8 @@ fn to_table(page: &Page) -> String {
         }
         Page::Runs(runs) => {
             let _ = writeln!(out, "{run_header}");
-            for r in runs {
-                run_line(&mut out, r);
+            for r in runs.iter() {
+                run_line(&mut out, &r.to_run());
             }
             let _ = writeln!(out, "({} rows)", runs.len());
         }

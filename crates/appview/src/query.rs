@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::error::{AppviewError, Result};
 use crate::model::{Flow, FlowRun, FlowRunState};
+use crate::run_page::RunPage;
 use crate::uuid::Uuid;
 
 /// `active_by_state`'s page size.
@@ -137,8 +138,8 @@ pub struct RunWithState {
 pub enum Page {
     /// A point lookup (`None`: no such run).
     Run(Option<RunWithState>),
-    /// A page of runs.
-    Runs(Vec<Arc<FlowRun>>),
+    /// A page of runs (dense rows).
+    Runs(RunPage),
     /// A count.
     Count(u64),
     /// A page of flows.

@@ -38,6 +38,7 @@ use crate::error::Result;
 use crate::index::Index;
 use crate::model::{Flow, FlowRun, FlowRunState, Mutation, StateType};
 use crate::query::{Page, Query, ReadBackend, RunWithState, window};
+use crate::run_page::RunPage;
 use crate::uuid::Uuid;
 
 /// The baseline's PRAGMAs (the spec's WAL and busy timeout; NORMAL
@@ -316,9 +317,9 @@ impl SqliteBaseline {
             Some((a, b)) => st.query(params![a, b])?,
             None => st.query([])?,
         };
-        let mut out = Vec::new();
+        let mut out = RunPage::default();
         while let Some(row) = rows.next()? {
-            out.push(Arc::new(run_from_row(row)?));
+            out.push(&run_from_row(row)?);
         }
         Ok(Page::Runs(out))
     }

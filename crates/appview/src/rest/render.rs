@@ -9,8 +9,9 @@
 
 use std::fmt::Write as _;
 
-use crate::model::{Flow, FlowRun, FlowRunState, StateType};
+use crate::model::{Flow, FlowRunState, StateType};
 use crate::rest::time;
+use crate::run_page::RunView;
 use crate::uuid::Uuid;
 
 /// Appends `s` as a JSON string.
@@ -34,9 +35,9 @@ fn time_or_null(out: &mut String, t: Option<i64>) {
     }
 }
 
-fn strings(out: &mut String, items: &[String]) {
+fn strings<'a>(out: &mut String, items: impl Iterator<Item = &'a str>) {
     out.push('[');
-    for (i, s) in items.iter().enumerate() {
+    for (i, s) in items.enumerate() {
         if i > 0 {
             out.push(',');
         }
@@ -45,8 +46,33 @@ fn strings(out: &mut String, items: &[String]) {
     out.push(']');
 }
 
+/// `us` as Prefect's float seconds: the text of `{:?}` of `us / 1e6`.
+/// From 1 ms to 10^9 s the shortest decimal of that float is the exact
+/// decimal `us / 10^6` (at most 15 significant digits, so no shorter
+/// decimal names the same float), written here digit by digit (three per
+/// row of a list page, `appview.rest_*`); other values go through `fmt`.
+/// A test holds the two equal.
 fn seconds(out: &mut String, us: i64) {
-    let _ = write!(out, "{:?}", us as f64 / 1e6);
+    let abs = us.unsigned_abs();
+    if us != 0 && !(1_000..1_000_000_000_000_000).contains(&abs) {
+        let _ = write!(out, "{:?}", us as f64 / 1e6);
+        return;
+    }
+    if us < 0 {
+        out.push('-');
+    }
+    let (whole, mut frac) = (abs / 1_000_000, abs % 1_000_000);
+    let _ = write!(out, "{whole}.");
+    if frac == 0 {
+        out.push('0');
+        return;
+    }
+    let mut digits = 6;
+    while frac % 10 == 0 {
+        frac /= 10;
+        digits -= 1;
+    }
+    let _ = write!(out, "{frac:0digits$}");
 }
 
 /// A flow.
@@ -60,7 +86,7 @@ pub fn flow(out: &mut String, f: &Flow) {
     out.push_str(",\"name\":");
     string(out, &f.name);
     out.push_str(",\"tags\":");
-    strings(out, &f.tags);
+    strings(out, f.tags.iter().map(String::as_str));
     out.push_str(",\"labels\":{}}");
 }
 
@@ -106,24 +132,24 @@ pub fn state(out: &mut String, s: &FlowRunState) {
 
 /// A flow run with its current state (`None`: the history lost it,
 /// written `null`), at `now` (µs) for the estimated fields.
-pub fn run(out: &mut String, r: &FlowRun, st: Option<&FlowRunState>, now: i64) {
+pub fn run(out: &mut String, r: RunView<'_>, st: Option<&FlowRunState>, now: i64) {
     out.push_str("{\"id\":");
-    uuid(out, r.id);
+    uuid(out, r.id());
     out.push_str(",\"created\":");
-    time_or_null(out, Some(r.created));
+    time_or_null(out, Some(r.created()));
     out.push_str(",\"updated\":");
-    time_or_null(out, Some(r.updated));
+    time_or_null(out, Some(r.updated()));
     out.push_str(",\"name\":");
-    string(out, &r.name);
+    string(out, r.name());
     out.push_str(",\"flow_id\":");
-    uuid(out, r.flow_id);
+    uuid(out, r.flow_id());
     out.push_str(",\"state_id\":");
-    uuid(out, r.state_id);
+    uuid(out, r.state_id());
     out.push_str(
         ",\"deployment_id\":null,\"deployment_version\":null,\"work_queue_id\":null,\
          \"work_queue_name\":null,\"flow_version\":null,\"parameters\":{",
     );
-    for (i, (k, v)) in r.parameters.iter().enumerate() {
+    for (i, (k, v)) in r.parameters().enumerate() {
         if i > 0 {
             out.push(',');
         }
@@ -136,34 +162,34 @@ pub fn run(out: &mut String, r: &FlowRun, st: Option<&FlowRunState>, now: i64) {
          \"retry_delay_seconds\":0.0,\"retries\":null,\"retry_delay\":null,\"pause_keys\":[],\
          \"resuming\":false,\"retry_type\":null},\"tags\":",
     );
-    strings(out, &r.tags);
+    strings(out, r.tags());
     out.push_str(",\"labels\":{\"prefect.flow.id\":");
-    uuid(out, r.flow_id);
+    uuid(out, r.flow_id());
     out.push_str("},\"parent_task_run_id\":null,\"state_type\":\"");
-    out.push_str(r.state_type.as_str());
+    out.push_str(r.state_type().as_str());
     out.push_str("\",\"state_name\":");
-    string(out, &r.state_name);
-    let _ = write!(out, ",\"run_count\":{}", r.run_count);
+    string(out, r.state_name());
+    let _ = write!(out, ",\"run_count\":{}", r.run_count());
     out.push_str(",\"expected_start_time\":");
-    time_or_null(out, Some(r.expected_start));
+    time_or_null(out, Some(r.expected_start()));
     out.push_str(",\"next_scheduled_start_time\":");
-    time_or_null(out, r.next_scheduled_start);
+    time_or_null(out, r.next_scheduled_start());
     out.push_str(",\"start_time\":");
-    time_or_null(out, r.start);
+    time_or_null(out, r.start());
     out.push_str(",\"end_time\":");
-    time_or_null(out, r.end);
+    time_or_null(out, r.end());
     out.push_str(",\"total_run_time\":");
-    seconds(out, r.total_run_time);
-    let running = if r.state_type == StateType::Running {
-        now.saturating_sub(r.state_timestamp).max(0)
+    seconds(out, r.total_run_time());
+    let running = if r.state_type() == StateType::Running {
+        now.saturating_sub(r.state_timestamp()).max(0)
     } else {
         0
     };
     out.push_str(",\"estimated_run_time\":");
-    seconds(out, r.total_run_time.saturating_add(running));
-    let late = match r.start {
-        Some(start) => start.saturating_sub(r.expected_start),
-        None if !r.state_type.is_terminal() => now.saturating_sub(r.expected_start),
+    seconds(out, r.total_run_time().saturating_add(running));
+    let late = match r.start() {
+        Some(start) => start.saturating_sub(r.expected_start()),
+        None if !r.state_type().is_terminal() => now.saturating_sub(r.expected_start()),
         None => 0,
     };
     out.push_str(",\"estimated_start_time_delta\":");
@@ -213,6 +239,20 @@ mod tests {
     use super::*;
 
     proptest! {
+        #[test]
+        fn seconds_are_written_as_the_float_debug_text(
+            us in prop_oneof![
+                any::<i64>(),
+                -2_000_000_000_000_000i64..2_000_000_000_000_000,
+                -10_000_000i64..10_000_000,
+                -2_000i64..2_000,
+            ]
+        ) {
+            let mut out = String::new();
+            seconds(&mut out, us);
+            prop_assert_eq!(out, format!("{:?}", us as f64 / 1e6));
+        }
+
         #[test]
         fn any_string_is_written_as_the_json_string_of_it(s in "\\PC*|[\\x00-\\x1f\"\\\\]{0,8}") {
             let mut out = String::new();

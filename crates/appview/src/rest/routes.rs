@@ -22,6 +22,7 @@ use crate::plan::{Input, NewFlow, NewRun, NewState};
 use crate::rest::render;
 use crate::rest::request::{self, Invalid, Loc, PageError};
 use crate::rest::time;
+use crate::run_page::RunPage;
 use crate::uuid::Uuid;
 
 /// The version of Prefect's API this server follows (`GET /admin/version`;
@@ -215,7 +216,7 @@ pub fn respond(app: &AppView, route: Route, text: &[u8]) -> Reply {
                     if i > 0 {
                         out.push(',');
                     }
-                    render::run(&mut out, r, index.state(r.state_id), now);
+                    render::run(&mut out, r, index.state(r.state_id()), now);
                 }
                 out.push(']');
                 Reply::json(200, out)
@@ -241,10 +242,10 @@ pub fn respond(app: &AppView, route: Route, text: &[u8]) -> Reply {
 
 fn read_run(app: &AppView, id: Uuid) -> Reply {
     let index = app.index();
-    match index.run_with_state(id) {
+    match index.run_view(id) {
         Some(r) => {
             let mut out = String::with_capacity(2048);
-            render::run(&mut out, &r.run, r.state.as_deref(), time::now_us());
+            render::run(&mut out, r, index.state(r.state_id()), time::now_us());
             Reply::json(200, out)
         }
         None => Reply::detail(404, "Flow run not found"),
@@ -333,7 +334,10 @@ fn create_run(app: &AppView, r: request::FlowRunCreate) -> Reply {
     match made {
         Ok(Some(Mutation::CreateRun(run, state))) => {
             let mut out = String::with_capacity(2048);
-            render::run(&mut out, &run, Some(&state), time::now_us());
+            let page = RunPage::from_iter([run]);
+            if let Some(view) = page.iter().next() {
+                render::run(&mut out, view, Some(&state), time::now_us());
+            }
             Reply::json(201, out)
         }
         Ok(_) => Reply::exception(500, "Internal Server Error"),
