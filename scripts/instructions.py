@@ -143,6 +143,22 @@ def check_registered(counts: dict[str, int], root: Path = ROOT) -> None:
             raise UsageError(f"{full_id} is not registered in benches/units.toml for target {BENCH}")
 
 
+def cargo_config() -> list[str]:
+    """The `--config` arguments of the counted build (also `cargo-config`, which .ci/run gives
+    its smoke run so that the gate reuses that release build instead of rebuilding).
+
+    One codegen unit per workspace crate: with several, an edit anywhere in a crate can move
+    other functions between units and change what LLVM inlines (repo's DAG-CBOR decode count
+    fell 1.6 % after an edit to its MST code only). One unit makes that rarer, not
+    impossible. Dependencies keep the profile's default, so their artifacts are shared with
+    the other bench builds.
+    """
+    args: list[str] = []
+    for package in WORKSPACE_PACKAGES:
+        args += ["--config", f"profile.bench.package.{package}.codegen-units=1"]
+    return args
+
+
 def run(root: Path = ROOT, out: Path | None = None) -> dict[str, int]:
     runner = install(root)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
@@ -151,14 +167,7 @@ def run(root: Path = ROOT, out: Path | None = None) -> dict[str, int]:
     env["GUNGRAUN_RUNNER"] = str(runner)
     env["GUNGRAUN_HOME"] = str(home)
     env["PATH"] = f"{runner.parent}{os.pathsep}{env.get('PATH', '')}"
-    cmd = ["cargo", "bench", "--features", FEATURES, "--bench", BENCH]
-    # One codegen unit per workspace crate: with several, an edit anywhere in a crate can move
-    # other functions between units and change what LLVM inlines (repo's DAG-CBOR decode count
-    # fell 1.6 % after an edit to its MST code only). One unit makes that rarer, not
-    # impossible. Dependencies keep the profile's default, so their artifacts are shared with
-    # the other bench builds.
-    for package in WORKSPACE_PACKAGES:
-        cmd += ["--config", f"profile.bench.package.{package}.codegen-units=1"]
+    cmd = ["cargo", "bench", "--features", FEATURES, "--bench", BENCH, *cargo_config()]
     cmd += ["--", "--save-summary=json", "--nocapture=stderr"]
     print(f"instructions: {' '.join(cmd)} (GUNGRAUN_HOME={home})", file=sys.stderr)
     if proc.call(cmd, root, env) != 0:
@@ -278,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("install", help="install the pinned gungraun-runner into target/tools")
+    sub.add_parser("cargo-config", help="print the counted build's --config arguments, one a line")
     p_run = sub.add_parser("run", help="count and write the counts")
     p_run.add_argument("--out", type=Path)
     for name in ("check", "update"):
@@ -293,6 +303,9 @@ def main(argv: list[str] | None = None) -> int:
     p_cmp.add_argument("b", type=Path)
     args = parser.parse_args(argv)
     try:
+        if args.command == "cargo-config":
+            print("\n".join(cargo_config()))
+            return 0
         if args.command == "install":
             print(install())
             return 0

@@ -56,6 +56,15 @@ class IdsAndSummaries(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp, self.assertRaises(instructions.UsageError):
             instructions.read_summaries(Path(tmp))
 
+    def test_cargo_config_gives_each_workspace_crate_one_codegen_unit(self) -> None:
+        args = instructions.cargo_config()
+        self.assertEqual(args[0::2], ["--config"] * len(instructions.WORKSPACE_PACKAGES))
+        self.assertIn("profile.bench.package.repo.codegen-units=1", args[1::2])
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            self.assertEqual(instructions.main(["cargo-config"]), 0)
+        self.assertEqual(out.getvalue().split(), args)
+
     def test_the_pinned_version_comes_from_the_workspace(self) -> None:
         version = instructions.pinned_version()
         self.assertRegex(version, r"^\d+\.\d+\.\d+$")
