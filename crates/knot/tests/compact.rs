@@ -15,7 +15,7 @@ use knot::compact::{CompactOptions, Compactor, prepare_dir};
 use knot::records::{PACK_NSID, REF_NSID};
 use knot::remote::Remote;
 use knot::session::Credentials;
-use support::{PASSWORD, Pds, Sandbox, stderr, url};
+use support::{PASSWORD, Pds, Sandbox, signed_in, stderr, url};
 
 fn knot(sb: &Sandbox, dir: &Path, args: &[&str]) -> Output {
     let c = sb.cmd(dir, &[]);
@@ -28,6 +28,14 @@ fn knot(sb: &Sandbox, dir: &Path, args: &[&str]) -> Output {
         };
     }
     k.output().unwrap()
+}
+
+/// `knot compact origin <flags> --dir <dir>` in `a`.
+fn compact(sb: &Sandbox, a: &Path, dir: &Path, flags: &[&str]) -> Output {
+    let mut args = vec!["compact", "origin"];
+    args.extend_from_slice(flags);
+    args.extend(["--dir", dir.to_str().unwrap()]);
+    knot(sb, a, &args)
 }
 
 fn ref_packs(pds: &Pds, did: &str, repo: &str, name: &str) -> Vec<String> {
@@ -70,9 +78,7 @@ fn check_clone(sb: &Sandbox, u: &str, a: &Path, name: &str) {
 
 #[test]
 fn folds_n_packs_into_one() {
-    let pds = Pds::start();
-    let did = pds.account("fold.test");
-    let sb = Sandbox::new("fold.test");
+    let (pds, did, sb) = signed_in("fold.test");
     let u = url(&pds.url, &did, "proj");
     let a = history(&sb, &u, 6);
     let old = ref_packs(&pds, &did, "proj", "refs/heads/main");
@@ -81,18 +87,7 @@ fn folds_n_packs_into_one() {
     sb.git(sb.home.path(), &["clone", "-q", &u, "stale"]);
     let stale = sb.path("stale");
     let dir = sb.path("compact-state");
-    let o = knot(
-        &sb,
-        &a,
-        &[
-            "compact",
-            "origin",
-            "--grace",
-            "0",
-            "--dir",
-            dir.to_str().unwrap(),
-        ],
-    );
+    let o = compact(&sb, &a, &dir, &["--grace", "0"]);
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("6 packs fold into 1 pack"), "{err}");
@@ -142,21 +137,12 @@ fn folds_n_packs_into_one() {
     }
     check_clone(&sb, &u, &a, "after-push");
     // One ref alone: topic's two packs fold; once folded, nothing to do.
-    let args = [
-        "compact",
-        "origin",
-        "--ref",
-        "refs/heads/topic",
-        "--grace",
-        "0",
-        "--dir",
-        dir.to_str().unwrap(),
-    ];
-    let o = knot(&sb, &a, &args);
+    let args = ["--ref", "refs/heads/topic", "--grace", "0"];
+    let o = compact(&sb, &a, &dir, &args);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("2 packs fold into 1"), "{}", stderr(&o));
     assert_eq!(ref_packs(&pds, &did, "proj", "refs/heads/topic").len(), 1);
-    let o = knot(&sb, &a, &args);
+    let o = compact(&sb, &a, &dir, &args);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("nothing to compact"), "{}", stderr(&o));
     check_clone(&sb, &u, &a, "last");
@@ -164,26 +150,13 @@ fn folds_n_packs_into_one() {
 
 #[test]
 fn points_budget_too_small_is_refused() {
-    let pds = Pds::start();
-    let did = pds.account("budget.test");
-    let sb = Sandbox::new("budget.test");
+    let (pds, did, sb) = signed_in("budget.test");
     let u = url(&pds.url, &did, "proj");
     let a = history(&sb, &u, 3);
     let before = ref_packs(&pds, &did, "proj", "refs/heads/main");
     let dir = sb.path("st");
     // The switch needs 2 (pack record) + 2 x 2 (refs) = 6.
-    let o = knot(
-        &sb,
-        &a,
-        &[
-            "compact",
-            "origin",
-            "--max-points",
-            "5",
-            "--dir",
-            dir.to_str().unwrap(),
-        ],
-    );
+    let o = compact(&sb, &a, &dir, &["--max-points", "5"]);
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
     assert!(stderr(&o).contains("refused"), "{}", stderr(&o));
     assert!(
@@ -193,37 +166,13 @@ fn points_budget_too_small_is_refused() {
     );
     assert_eq!(ref_packs(&pds, &did, "proj", "refs/heads/main"), before);
     // Enough for the switch: it lands; the deletions wait for a later run.
-    let o = knot(
-        &sb,
-        &a,
-        &[
-            "compact",
-            "origin",
-            "--max-points",
-            "6",
-            "--grace",
-            "0",
-            "--dir",
-            dir.to_str().unwrap(),
-        ],
-    );
+    let o = compact(&sb, &a, &dir, &["--max-points", "6", "--grace", "0"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(ref_packs(&pds, &did, "proj", "refs/heads/main").len(), 1);
     for p in &before {
         assert!(pack_exists(&pds, &did, "proj", p));
     }
-    let o = knot(
-        &sb,
-        &a,
-        &[
-            "compact",
-            "origin",
-            "--grace",
-            "0",
-            "--dir",
-            dir.to_str().unwrap(),
-        ],
-    );
+    let o = compact(&sb, &a, &dir, &["--grace", "0"]);
     assert!(o.status.success(), "{}", stderr(&o));
     for p in &before {
         assert!(!pack_exists(&pds, &did, "proj", p));
@@ -246,9 +195,7 @@ fn noise(seed: u64, len: usize) -> Vec<u8> {
 
 #[test]
 fn stopped_by_the_uploads_budget_then_resumed() {
-    let pds = Pds::start();
-    let did = pds.account("resume.test");
-    let sb = Sandbox::new("resume.test");
+    let (pds, did, sb) = signed_in("resume.test");
     let u = url(&pds.url, &did, "proj");
     let a = sb.init("a");
     sb.git(&a, &["remote", "add", "origin", &u]);
@@ -259,20 +206,7 @@ fn stopped_by_the_uploads_budget_then_resumed() {
         sb.git(&a, &["push", "-q", "origin", "main"]);
     }
     let dir = sb.path("st");
-    let o = knot(
-        &sb,
-        &a,
-        &[
-            "compact",
-            "origin",
-            "--max-uploads",
-            "1",
-            "--grace",
-            "0",
-            "--dir",
-            dir.to_str().unwrap(),
-        ],
-    );
+    let o = compact(&sb, &a, &dir, &["--max-uploads", "1", "--grace", "0"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(3), "{err}");
     assert!(
@@ -281,18 +215,7 @@ fn stopped_by_the_uploads_budget_then_resumed() {
     );
     assert!(err.contains("spent 0 write points and 1 uploads"), "{err}");
     assert_eq!(ref_packs(&pds, &did, "proj", "refs/heads/main").len(), 3);
-    let o = knot(
-        &sb,
-        &a,
-        &[
-            "compact",
-            "origin",
-            "--grace",
-            "0",
-            "--dir",
-            dir.to_str().unwrap(),
-        ],
-    );
+    let o = compact(&sb, &a, &dir, &["--grace", "0"]);
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(
@@ -306,9 +229,7 @@ fn stopped_by_the_uploads_budget_then_resumed() {
 
 #[test]
 fn a_push_racing_the_compaction_is_not_lost() {
-    let pds = Pds::start();
-    let did = pds.account("race.test");
-    let sb = Sandbox::new("race.test");
+    let (pds, did, sb) = signed_in("race.test");
     let u = url(&pds.url, &did, "proj");
     let a = history(&sb, &u, 4);
     let old = ref_packs(&pds, &did, "proj", "refs/heads/main");
@@ -356,18 +277,7 @@ fn a_push_racing_the_compaction_is_not_lost() {
     }
     check_clone(&sb, &u, &a, "after");
     // A later run folds what the push left.
-    let o = knot(
-        &sb,
-        &a,
-        &[
-            "compact",
-            "origin",
-            "--grace",
-            "0",
-            "--dir",
-            dir.to_str().unwrap(),
-        ],
-    );
+    let o = compact(&sb, &a, &dir, &["--grace", "0"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(ref_packs(&pds, &did, "proj", "refs/heads/main").len(), 1);
     for p in &old {
