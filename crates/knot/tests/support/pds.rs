@@ -61,12 +61,7 @@ impl Pds {
     /// Creates an account (password [`PASSWORD`]); returns its DID and
     /// access token.
     pub fn create_account(&self, handle: &str) -> Account {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let x = Xrpc::new(&self.url, Duration::from_secs(30));
+        self.call(|x| async move {
             let v = x
                 .procedure(
                     "com.atproto.server.createAccount",
@@ -84,12 +79,7 @@ impl Pds {
 
     /// A record's value read from the server now (`None` when absent).
     pub fn record(&self, did: &str, collection: &str, rkey: &str) -> Option<serde_json::Value> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let x = Xrpc::new(&self.url, Duration::from_secs(30));
+        self.call(|x| async move {
             match x
                 .query(
                     "com.atproto.repo.getRecord",
@@ -103,6 +93,16 @@ impl Pds {
                 Err(e) => panic!("getRecord {collection}/{rkey}: {e}"),
             }
         })
+    }
+
+    /// Runs `f` with a client of this server, on a runtime of its own (so
+    /// synchronous tests can call it; not from inside a runtime).
+    fn call<F: Future>(&self, f: impl FnOnce(Xrpc) -> F) -> F::Output {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(f(Xrpc::new(&self.url, Duration::from_secs(30))))
     }
 
     pub fn db(&self) -> PathBuf {
