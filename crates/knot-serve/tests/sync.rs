@@ -4,6 +4,11 @@
 //! a no-op check is one request, and a new push shows on the pages
 //! without reopening anything.
 
+// knot's in-process atpds for tests: a file, not a crate, so the dev-only
+// helper needs no crate of its own (a support crate on knot would be a
+// dependency circle for knot's own tests) and nothing is published.
+#[path = "../../knot/tests/support/pds.rs"]
+mod pds;
 mod support;
 
 use std::io::Write;
@@ -19,34 +24,10 @@ use knot::records::{
 };
 use knot_serve::sync::{Syncer, init_mirror};
 use knot_serve::{App, Limits};
+use pds::Pds;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use support::*;
-
-const PASSWORD: &str = "pw-serve-test";
-
-struct Pds {
-    _server: xrpc::RunningServer,
-    _dir: tempfile::TempDir,
-    url: String,
-    addr: std::net::SocketAddr,
-}
-
-fn pds() -> Pds {
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = xrpc::ServerConfig::new(dir.path().join("pds.sqlite"));
-    c.listen = "127.0.0.1:0".parse().unwrap();
-    c.scrypt_log_n = 4;
-    c.workers = 2;
-    c.read_threads = 2;
-    let server = xrpc::spawn(c).unwrap();
-    Pds {
-        url: server.url(),
-        addr: server.addr(),
-        _server: server,
-        _dir: dir,
-    }
-}
 
 /// `git pack-objects` of `revs` (e.g. `["<tip>", "^<old>"]`) in `work`.
 fn pack(work: &Path, revs: &[&str]) -> Vec<u8> {
@@ -150,26 +131,18 @@ fn data_hex(b: &[u8]) -> String {
 
 #[test]
 fn mirror_follows_the_ref_records() {
-    let pds = pds();
+    let pds = Pds::start();
     let f = work_repo();
+    let account = pds.create_account("alice.test");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async {
-        let x = Xrpc::new(&pds.url, Duration::from_secs(30));
-        let v = x
-            .procedure(
-                "com.atproto.server.createAccount",
-                &json!({"handle": "alice.test", "password": PASSWORD, "email": "alice@example.com"}),
-                None,
-            )
-            .await
-            .unwrap();
         let p = Publisher {
-            did: v["did"].as_str().unwrap().to_owned(),
-            token: v["accessJwt"].as_str().unwrap().to_owned(),
-            x,
+            did: account.did,
+            token: account.token,
+            x: Xrpc::new(&pds.url, Duration::from_secs(30)),
             repo: "demo".into(),
         };
         let (c2, c3) = (f.commits[1].as_str(), f.commits[2].as_str());
@@ -179,11 +152,18 @@ fn mirror_follows_the_ref_records() {
             head: "refs/heads/main".into(),
             object_format: "sha1".into(),
         };
-        p.put(REPO_NSID, "demo", repo_rec.to_value("2026-12-05T00:00:00.000Z")).await;
-        p.set_ref("refs/heads/main", c3, None, &[(&first, c3)]).await;
-        p.set_ref("refs/heads/feature/x", c2, None, &[(&first, c2)]).await;
+        p.put(
+            REPO_NSID,
+            "demo",
+            repo_rec.to_value("2026-12-05T00:00:00.000Z"),
+        )
+        .await;
+        p.set_ref("refs/heads/main", c3, None, &[(&first, c3)])
+            .await;
+        p.set_ref("refs/heads/feature/x", c2, None, &[(&first, c2)])
+            .await;
 
-        let proxy = LatencyProxy::start(pds.addr, Duration::ZERO).unwrap();
+        let proxy = LatencyProxy::start(pds.addr(), Duration::ZERO).unwrap();
         let mirror = f.dir.path().join("served.git");
         init_mirror(&mirror).unwrap();
         let url = format!("at+{}/alice.test/demo", proxy.url());
@@ -216,8 +196,13 @@ fn mirror_follows_the_ref_records() {
         let second = p
             .pack(pack(&f.work, &[&c4, &format!("^{c3}")]), &[&c4], &[c3])
             .await;
-        p.set_ref("refs/heads/main", &c4, Some(c3), &[(&second, &c4), (&first, c3)])
-            .await;
+        p.set_ref(
+            "refs/heads/main",
+            &c4,
+            Some(c3),
+            &[(&second, &c4), (&first, c3)],
+        )
+        .await;
         let o = s.check().await.unwrap();
         assert!(o.changed);
         let log = text(&app.handle("/log/main").unwrap().body);
@@ -228,7 +213,13 @@ fn mirror_follows_the_ref_records() {
         // Only the new pack was fetched: the mirror holds two packs.
         let packs = std::fs::read_dir(mirror.join("objects/pack"))
             .unwrap()
-            .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "pack"))
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "pack")
+            })
             .count();
         assert_eq!(packs, 2);
     });

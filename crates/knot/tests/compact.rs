@@ -6,7 +6,7 @@
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use knot::compact::{CompactOptions, Compactor, prepare_dir};
 use knot::records::{PACK_NSID, REF_NSID};
 use knot::remote::Remote;
 use knot::session::Credentials;
-use support::{PASSWORD, Pds, Sandbox, stderr, url};
+use support::{PASSWORD, Pds, Sandbox, signed_in, stderr, url};
 
 fn knot(sb: &Sandbox, dir: &Path, args: &[&str]) -> Output {
     let c = sb.cmd(dir, &[]);
@@ -30,87 +30,107 @@ fn knot(sb: &Sandbox, dir: &Path, args: &[&str]) -> Output {
     k.output().unwrap()
 }
 
-fn ref_packs(pds: &Pds, did: &str, repo: &str, name: &str) -> Vec<String> {
-    let rkey = format!("{repo}:{}", name.replace('/', ":"));
-    let rec = pds.record(did, REF_NSID, &rkey).expect("ref record");
-    rec["packs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["pack"].as_str().unwrap().to_owned())
-        .collect()
+/// One account's repository `proj` on a fresh atpds, and a sandbox
+/// signed in as it.
+struct Proj {
+    sb: Sandbox,
+    did: String,
+    /// The remote URL of `proj`.
+    u: String,
+    pds: Pds,
 }
 
-fn pack_exists(pds: &Pds, did: &str, repo: &str, id: &str) -> bool {
-    pds.record(did, PACK_NSID, &format!("{repo}:{id}"))
-        .is_some()
-}
-
-/// A writer with `n` one-commit pushes on main (n packs) and a branch.
-fn history(sb: &Sandbox, u: &str, n: usize) -> std::path::PathBuf {
-    let a = sb.init("a");
-    sb.git(&a, &["remote", "add", "origin", u]);
-    for i in 0..n {
-        sb.commit(&a, "log.txt", &format!("line {i}\n").repeat(i + 1));
-        sb.git(&a, &["push", "-q", "origin", "main"]);
+impl Proj {
+    fn new(handle: &str) -> Proj {
+        let (pds, did, sb) = signed_in(handle);
+        let u = url(&pds.url, &did, "proj");
+        Proj { sb, did, u, pds }
     }
-    sb.git(&a, &["push", "-q", "origin", "main:refs/heads/topic"]);
-    a
-}
 
-fn check_clone(sb: &Sandbox, u: &str, a: &Path, name: &str) {
-    sb.git(sb.home.path(), &["clone", "-q", u, name]);
-    let b = sb.path(name);
-    sb.git(&b, &["fsck", "--strict"]);
-    let remote = sb.git(&b, &["ls-remote", "origin"]);
-    let local = sb.git(a, &["ls-remote", "origin"]);
-    assert_eq!(remote, local);
-    assert_eq!(sb.rev(&b, "origin/main"), sb.rev(a, "main"));
+    /// A writer `a` with `n` one-commit pushes on main (n packs) and a
+    /// branch.
+    fn history(&self, n: usize) -> PathBuf {
+        let sb = &self.sb;
+        let a = sb.init("a");
+        sb.git(&a, &["remote", "add", "origin", &self.u]);
+        for i in 0..n {
+            sb.commit(&a, "log.txt", &format!("line {i}\n").repeat(i + 1));
+            sb.git(&a, &["push", "-q", "origin", "main"]);
+        }
+        sb.git(&a, &["push", "-q", "origin", "main:refs/heads/topic"]);
+        a
+    }
+
+    /// `knot compact origin <flags> --dir <dir>` in `a`.
+    fn compact(&self, a: &Path, dir: &Path, flags: &[&str]) -> Output {
+        let mut args = vec!["compact", "origin"];
+        args.extend_from_slice(flags);
+        args.extend(["--dir", dir.to_str().unwrap()]);
+        knot(&self.sb, a, &args)
+    }
+
+    /// The packs ref `name`'s record lists.
+    fn packs(&self, name: &str) -> Vec<String> {
+        let rkey = format!("proj:{}", name.replace('/', ":"));
+        let rec = self
+            .pds
+            .record(&self.did, REF_NSID, &rkey)
+            .expect("ref record");
+        rec["packs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["pack"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    fn has_pack(&self, id: &str) -> bool {
+        self.pds
+            .record(&self.did, PACK_NSID, &format!("proj:{id}"))
+            .is_some()
+    }
+
+    /// A fresh clone `name` passes `git fsck` and matches `a`'s view of
+    /// the remote.
+    fn check_clone(&self, a: &Path, name: &str) {
+        let sb = &self.sb;
+        sb.git(sb.home.path(), &["clone", "-q", &self.u, name]);
+        let b = sb.path(name);
+        sb.git(&b, &["fsck", "--strict"]);
+        let remote = sb.git(&b, &["ls-remote", "origin"]);
+        let local = sb.git(a, &["ls-remote", "origin"]);
+        assert_eq!(remote, local);
+        assert_eq!(sb.rev(&b, "origin/main"), sb.rev(a, "main"));
+    }
 }
 
 #[test]
 fn folds_n_packs_into_one() {
-    let pds = Pds::start();
-    let did = pds.account("fold.test");
-    let sb = Sandbox::new("fold.test");
-    let u = url(&pds.url, &did, "proj");
-    let a = history(&sb, &u, 6);
-    let old = ref_packs(&pds, &did, "proj", "refs/heads/main");
+    let proj = Proj::new("fold.test");
+    let Proj { sb, u, .. } = &proj;
+    let a = proj.history(6);
+    let old = proj.packs("refs/heads/main");
     assert_eq!(old.len(), 6);
     // A clone whose warm state predates the compaction.
-    sb.git(sb.home.path(), &["clone", "-q", &u, "stale"]);
+    sb.git(sb.home.path(), &["clone", "-q", u, "stale"]);
     let stale = sb.path("stale");
     let dir = sb.path("compact-state");
-    let o = knot(
-        &sb,
-        &a,
-        &[
-            "compact",
-            "origin",
-            "--grace",
-            "0",
-            "--dir",
-            dir.to_str().unwrap(),
-        ],
-    );
+    let o = proj.compact(&a, &dir, &["--grace", "0"]);
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("6 packs fold into 1 pack"), "{err}");
     // Pack record 2 + two ref updates x 2, then six deletions x 1.
     assert!(err.contains("write points: 6 now"), "{err}");
     assert!(err.contains("spent 12 write points and 1 uploads"), "{err}");
-    let main = ref_packs(&pds, &did, "proj", "refs/heads/main");
-    let topic = ref_packs(&pds, &did, "proj", "refs/heads/topic");
+    let main = proj.packs("refs/heads/main");
+    let topic = proj.packs("refs/heads/topic");
     assert_eq!(main.len(), 1);
     assert_eq!(main, topic);
     for p in &old {
-        assert!(
-            !pack_exists(&pds, &did, "proj", p),
-            "old pack {p} still there"
-        );
+        assert!(!proj.has_pack(p), "old pack {p} still there");
     }
-    assert!(pack_exists(&pds, &did, "proj", &main[0]));
-    check_clone(&sb, &u, &a, "after");
+    assert!(proj.has_pack(&main[0]));
+    proj.check_clone(&a, "after");
     // Pushes and fetches go on after it (warm caches see new CIDs).
     sb.commit(&a, "more.txt", "more\n");
     sb.git(&a, &["push", "-q", "origin", "main"]);
@@ -134,56 +154,31 @@ fn folds_n_packs_into_one() {
         assert!(o.status.success(), "{}", stderr(&o));
     }
     for r in ["refs/heads/side", "refs/heads/topic"] {
-        let packs = ref_packs(&pds, &did, "proj", r);
-        assert!(
-            packs.iter().all(|p| pack_exists(&pds, &did, "proj", p)),
-            "{r}: {packs:?}"
-        );
+        let packs = proj.packs(r);
+        assert!(packs.iter().all(|p| proj.has_pack(p)), "{r}: {packs:?}");
     }
-    check_clone(&sb, &u, &a, "after-push");
+    proj.check_clone(&a, "after-push");
     // One ref alone: topic's two packs fold; once folded, nothing to do.
-    let args = [
-        "compact",
-        "origin",
-        "--ref",
-        "refs/heads/topic",
-        "--grace",
-        "0",
-        "--dir",
-        dir.to_str().unwrap(),
-    ];
-    let o = knot(&sb, &a, &args);
+    let args = ["--ref", "refs/heads/topic", "--grace", "0"];
+    let o = proj.compact(&a, &dir, &args);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("2 packs fold into 1"), "{}", stderr(&o));
-    assert_eq!(ref_packs(&pds, &did, "proj", "refs/heads/topic").len(), 1);
-    let o = knot(&sb, &a, &args);
+    assert_eq!(proj.packs("refs/heads/topic").len(), 1);
+    let o = proj.compact(&a, &dir, &args);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("nothing to compact"), "{}", stderr(&o));
-    check_clone(&sb, &u, &a, "last");
+    proj.check_clone(&a, "last");
 }
 
 #[test]
 fn points_budget_too_small_is_refused() {
-    let pds = Pds::start();
-    let did = pds.account("budget.test");
-    let sb = Sandbox::new("budget.test");
-    let u = url(&pds.url, &did, "proj");
-    let a = history(&sb, &u, 3);
-    let before = ref_packs(&pds, &did, "proj", "refs/heads/main");
+    let proj = Proj::new("budget.test");
+    let sb = &proj.sb;
+    let a = proj.history(3);
+    let before = proj.packs("refs/heads/main");
     let dir = sb.path("st");
     // The switch needs 2 (pack record) + 2 x 2 (refs) = 6.
-    let o = knot(
-        &sb,
-        &a,
-        &[
-            "compact",
-            "origin",
-            "--max-points",
-            "5",
-            "--dir",
-            dir.to_str().unwrap(),
-        ],
-    );
+    let o = proj.compact(&a, &dir, &["--max-points", "5"]);
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
     assert!(stderr(&o).contains("refused"), "{}", stderr(&o));
     assert!(
@@ -191,44 +186,20 @@ fn points_budget_too_small_is_refused() {
         "{}",
         stderr(&o)
     );
-    assert_eq!(ref_packs(&pds, &did, "proj", "refs/heads/main"), before);
+    assert_eq!(proj.packs("refs/heads/main"), before);
     // Enough for the switch: it lands; the deletions wait for a later run.
-    let o = knot(
-        &sb,
-        &a,
-        &[
-            "compact",
-            "origin",
-            "--max-points",
-            "6",
-            "--grace",
-            "0",
-            "--dir",
-            dir.to_str().unwrap(),
-        ],
-    );
+    let o = proj.compact(&a, &dir, &["--max-points", "6", "--grace", "0"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(ref_packs(&pds, &did, "proj", "refs/heads/main").len(), 1);
+    assert_eq!(proj.packs("refs/heads/main").len(), 1);
     for p in &before {
-        assert!(pack_exists(&pds, &did, "proj", p));
+        assert!(proj.has_pack(p));
     }
-    let o = knot(
-        &sb,
-        &a,
-        &[
-            "compact",
-            "origin",
-            "--grace",
-            "0",
-            "--dir",
-            dir.to_str().unwrap(),
-        ],
-    );
+    let o = proj.compact(&a, &dir, &["--grace", "0"]);
     assert!(o.status.success(), "{}", stderr(&o));
     for p in &before {
-        assert!(!pack_exists(&pds, &did, "proj", p));
+        assert!(!proj.has_pack(p));
     }
-    check_clone(&sb, &u, &a, "after");
+    proj.check_clone(&a, "after");
 }
 
 /// Seeded incompressible bytes (xorshift), so the packs exceed one part.
@@ -246,12 +217,10 @@ fn noise(seed: u64, len: usize) -> Vec<u8> {
 
 #[test]
 fn stopped_by_the_uploads_budget_then_resumed() {
-    let pds = Pds::start();
-    let did = pds.account("resume.test");
-    let sb = Sandbox::new("resume.test");
-    let u = url(&pds.url, &did, "proj");
+    let proj = Proj::new("resume.test");
+    let Proj { sb, u, .. } = &proj;
     let a = sb.init("a");
-    sb.git(&a, &["remote", "add", "origin", &u]);
+    sb.git(&a, &["remote", "add", "origin", u]);
     for i in 0..3u64 {
         std::fs::write(a.join(format!("blob{i}.bin")), noise(i + 1, 2 << 20)).unwrap();
         sb.git(&a, &["add", "."]);
@@ -259,20 +228,7 @@ fn stopped_by_the_uploads_budget_then_resumed() {
         sb.git(&a, &["push", "-q", "origin", "main"]);
     }
     let dir = sb.path("st");
-    let o = knot(
-        &sb,
-        &a,
-        &[
-            "compact",
-            "origin",
-            "--max-uploads",
-            "1",
-            "--grace",
-            "0",
-            "--dir",
-            dir.to_str().unwrap(),
-        ],
-    );
+    let o = proj.compact(&a, &dir, &["--max-uploads", "1", "--grace", "0"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(3), "{err}");
     assert!(
@@ -280,19 +236,8 @@ fn stopped_by_the_uploads_budget_then_resumed() {
         "{err}"
     );
     assert!(err.contains("spent 0 write points and 1 uploads"), "{err}");
-    assert_eq!(ref_packs(&pds, &did, "proj", "refs/heads/main").len(), 3);
-    let o = knot(
-        &sb,
-        &a,
-        &[
-            "compact",
-            "origin",
-            "--grace",
-            "0",
-            "--dir",
-            dir.to_str().unwrap(),
-        ],
-    );
+    assert_eq!(proj.packs("refs/heads/main").len(), 3);
+    let o = proj.compact(&a, &dir, &["--grace", "0"]);
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(
@@ -300,18 +245,16 @@ fn stopped_by_the_uploads_budget_then_resumed() {
         "{err}"
     );
     assert!(err.contains("and 1 uploads"), "{err}");
-    assert_eq!(ref_packs(&pds, &did, "proj", "refs/heads/main").len(), 1);
-    check_clone(&sb, &u, &a, "after");
+    assert_eq!(proj.packs("refs/heads/main").len(), 1);
+    proj.check_clone(&a, "after");
 }
 
 #[test]
 fn a_push_racing_the_compaction_is_not_lost() {
-    let pds = Pds::start();
-    let did = pds.account("race.test");
-    let sb = Sandbox::new("race.test");
-    let u = url(&pds.url, &did, "proj");
-    let a = history(&sb, &u, 4);
-    let old = ref_packs(&pds, &did, "proj", "refs/heads/main");
+    let proj = Proj::new("race.test");
+    let Proj { sb, u, did, .. } = &proj;
+    let a = proj.history(4);
+    let old = proj.packs("refs/heads/main");
     let dir = sb.path("st");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -340,38 +283,24 @@ fn a_push_racing_the_compaction_is_not_lost() {
     rt.block_on(c.switch(&mut remote)).unwrap();
     rt.block_on(c.delete_retired(&mut remote)).unwrap();
     // main moved: left as the push wrote it; topic was switched.
-    let main = ref_packs(&pds, &did, "proj", "refs/heads/main");
+    let main = proj.packs("refs/heads/main");
     assert!(main.len() > 1, "{main:?}");
-    assert_eq!(ref_packs(&pds, &did, "proj", "refs/heads/topic").len(), 1);
+    assert_eq!(proj.packs("refs/heads/topic").len(), 1);
     assert_eq!(
         sb.git(&a, &["ls-remote", "origin", "refs/heads/main"])[..40],
         pushed
     );
     // The packs main still names were not deleted.
     for p in &main {
-        assert!(
-            pack_exists(&pds, &did, "proj", p),
-            "{p} named by main was deleted"
-        );
+        assert!(proj.has_pack(p), "{p} named by main was deleted");
     }
-    check_clone(&sb, &u, &a, "after");
+    proj.check_clone(&a, "after");
     // A later run folds what the push left.
-    let o = knot(
-        &sb,
-        &a,
-        &[
-            "compact",
-            "origin",
-            "--grace",
-            "0",
-            "--dir",
-            dir.to_str().unwrap(),
-        ],
-    );
+    let o = proj.compact(&a, &dir, &["--grace", "0"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(ref_packs(&pds, &did, "proj", "refs/heads/main").len(), 1);
+    assert_eq!(proj.packs("refs/heads/main").len(), 1);
     for p in &old {
-        assert!(!pack_exists(&pds, &did, "proj", p));
+        assert!(!proj.has_pack(p));
     }
-    check_clone(&sb, &u, &a, "after2");
+    proj.check_clone(&a, "after2");
 }

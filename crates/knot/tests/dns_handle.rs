@@ -8,31 +8,12 @@ mod support;
 
 use std::net::UdpSocket;
 
-use bytes::Bytes;
-use support::fault::{Action, FaultProxy};
-use support::{Pds, Sandbox, stderr};
+use support::{plc_directory, signed_in, stderr};
 
 #[test]
 fn handle_resolves_by_dns_txt() {
-    let pds = Pds::start();
-    let did = pds.account("dns.test");
-    let sb = Sandbox::new("dns.test");
-    let doc = serde_json::json!({"id": did, "service": [{"id": "#atproto_pds", "type": "AtprotoPersonalDataServer", "serviceEndpoint": pds.url}]});
-    let (d2, body) = (did.clone(), Bytes::from(doc.to_string()));
-    let plc = FaultProxy::start(
-        None,
-        std::sync::Arc::new(move |p, _| {
-            if p.uri.path() == format!("/{d2}") {
-                Action::Respond(
-                    200,
-                    vec![("content-type", "application/json".into())],
-                    body.clone(),
-                )
-            } else {
-                Action::Respond(404, vec![], Bytes::from_static(b"{}"))
-            }
-        }),
-    );
+    let (pds, did, sb) = signed_in("dns.test");
+    let plc = plc_directory(&did, &pds.url);
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
     let dns_addr = sock.local_addr().unwrap();
     let record = format!("did={did}");
@@ -51,26 +32,24 @@ fn handle_resolves_by_dns_txt() {
             let _ = sock.send_to(&a, from);
         }
     });
-    let env = |c: &mut std::process::Command| {
-        c.env("KNOT_DNS_RESOLVER", dns_addr.to_string())
+    // git with the stub resolver and PLC directory, and no HTTPS fallback.
+    let run = |dir: &std::path::Path, args: &[&str]| {
+        sb.cmd(dir, args)
+            .env("KNOT_DNS_RESOLVER", dns_addr.to_string())
             .env("KNOT_PLC_URL", &plc.url)
-            .env_remove("KNOT_HANDLE_RESOLVER");
+            .env_remove("KNOT_HANDLE_RESOLVER")
+            .output()
+            .unwrap()
     };
     let a = sb.init("a");
     let c1 = sb.commit(&a, "f", "1\n");
-    let mut c = sb.cmd(&a, &["push", "at://dns.test/r", "main"]);
-    env(&mut c);
-    let o = c.output().unwrap();
+    let o = run(&a, &["push", "at://dns.test/r", "main"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let mut c = sb.cmd(sb.home.path(), &["clone", "-q", "at://dns.test/r", "b"]);
-    env(&mut c);
-    let o = c.output().unwrap();
+    let o = run(sb.home.path(), &["clone", "-q", "at://dns.test/r", "b"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(sb.rev(&sb.path("b"), "HEAD"), c1);
     // No record and no HTTPS answer: a clear error naming both.
-    let mut c = sb.cmd(sb.home.path(), &["clone", "at://nodns.test/r", "c"]);
-    env(&mut c);
-    let o = c.output().unwrap();
+    let o = run(sb.home.path(), &["clone", "at://nodns.test/r", "c"]);
     assert!(!o.status.success());
     let e = stderr(&o);
     assert!(

@@ -13,7 +13,7 @@ use knot::KnotError;
 use knot::client::Xrpc;
 use knot::remote::Remote;
 use support::fault::{Action, FaultProxy, method};
-use support::{Pds, Sandbox, stderr, url};
+use support::{Sandbox, signed_in, stderr, url};
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -60,9 +60,7 @@ fn pack_files(dir: &std::path::Path) -> Vec<String> {
 
 #[test]
 fn corrupt_part_fails_the_fetch_and_leaves_the_clone_alone() {
-    let pds = Pds::start();
-    let did = pds.account("corrupt.test");
-    let sb = Sandbox::new("corrupt.test");
+    let (pds, did, sb) = signed_in("corrupt.test");
     let u = url(&pds.url, &did, "r");
     let a = sb.init("a");
     let c1 = sb.commit(&a, "f", "one\n");
@@ -103,9 +101,7 @@ fn corrupt_part_fails_the_fetch_and_leaves_the_clone_alone() {
 
 #[test]
 fn sigkill_mid_push_leaves_every_ref_complete() {
-    let pds = Pds::start();
-    let did = pds.account("kill.test");
-    let sb = Sandbox::new("kill.test");
+    let (pds, did, sb) = signed_in("kill.test");
     let hang_at = Arc::new(std::sync::Mutex::new(String::new()));
     let reached = Arc::new(AtomicBool::new(false));
     let (h, r2) = (hang_at.clone(), reached.clone());
@@ -210,9 +206,7 @@ fn helper_child(root: u32) -> Option<i32> {
 
 #[test]
 fn rate_limit_mid_push_keeps_what_landed_and_names_the_rest() {
-    let pds = Pds::start();
-    let did = pds.account("limit.test");
-    let sb = Sandbox::new("limit.test");
+    let (pds, did, sb) = signed_in("limit.test");
     let limited = Arc::new(AtomicBool::new(true));
     let l2 = limited.clone();
     let reset = std::time::SystemTime::now()

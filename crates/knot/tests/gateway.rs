@@ -12,9 +12,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::Full;
 use knot::gateway::bucket::{Kind, Limit};
-use support::{PASSWORD, Pds, Sandbox, stderr, url};
+use support::{PASSWORD, Pds, Sandbox, signed_in, stderr, url};
 
-fn gateway(pds: &Pds, account: &str, dir: &Path) -> knot::gateway::Running {
+/// The gateway's config for `account` on `pds` (signed in with
+/// [`PASSWORD`]), its scratch repository in `dir`.
+fn config(pds: &Pds, account: &str, dir: &Path) -> knot::gateway::Config {
     let mut cfg = knot::gateway::Config::new(
         &pds.url,
         account,
@@ -22,7 +24,11 @@ fn gateway(pds: &Pds, account: &str, dir: &Path) -> knot::gateway::Running {
         dir.join("gateway.git"),
     );
     cfg.password = Some(PASSWORD.into());
-    knot::gateway::spawn(cfg).unwrap()
+    cfg
+}
+
+fn gateway(pds: &Pds, account: &str, dir: &Path) -> knot::gateway::Running {
+    knot::gateway::spawn(config(pds, account, dir)).unwrap()
 }
 
 /// A seeded repository `repo` and `n` clones of it using the gateway.
@@ -48,9 +54,7 @@ fn stat(gw: &knot::gateway::Running, k: &str) -> u64 {
 
 #[test]
 fn concurrent_writers_all_land() {
-    let pds = Pds::start();
-    let did = pds.account("gw1.test");
-    let sb = Sandbox::new("gw1.test");
+    let (pds, did, sb) = signed_in("gw1.test");
     let gw = gateway(&pds, &did, sb.home.path());
     let u = url(&pds.url, &did, "many");
     let n = 8;
@@ -94,9 +98,7 @@ fn concurrent_writers_all_land() {
 
 #[test]
 fn non_fast_forward_is_replayed_or_refused() {
-    let pds = Pds::start();
-    let did = pds.account("gw2.test");
-    let sb = Sandbox::new("gw2.test");
+    let (pds, did, sb) = signed_in("gw2.test");
     let gw = gateway(&pds, &did, sb.home.path());
     let u = url(&pds.url, &did, "nff");
     let c = seeded(&sb, &u, &gw.url(), 3);
@@ -142,9 +144,7 @@ fn non_fast_forward_is_replayed_or_refused() {
 
 #[test]
 fn a_direct_writer_is_not_overwritten() {
-    let pds = Pds::start();
-    let did = pds.account("gw3.test");
-    let sb = Sandbox::new("gw3.test");
+    let (pds, did, sb) = signed_in("gw3.test");
     let gw = gateway(&pds, &did, sb.home.path());
     let u = url(&pds.url, &did, "race");
     let c = seeded(&sb, &u, &gw.url(), 2);
@@ -178,30 +178,14 @@ fn a_direct_writer_is_not_overwritten() {
 /// budget is `budget`; `pushes` sequential pushes through it. Returns the
 /// gateway's counters.
 fn flood(limit: xrpc::Limit, budget: Limit, pushes: usize) -> serde_json::Value {
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = xrpc::ServerConfig::new(dir.path().join("pds.sqlite"));
-    c.listen = "127.0.0.1:0".parse().unwrap();
-    c.scrypt_log_n = 4;
-    c.workers = 2;
-    c.read_threads = 2;
-    let mut limits = xrpc::RateLimits::reference();
-    limits.writes_hour = limit;
-    c.rate_limits = Some(limits);
-    let server = xrpc::spawn(c).unwrap();
-    let pds = Pds {
-        url: server.url(),
-        server: Some(server),
-        dir,
-    };
+    let pds = Pds::start_with(|c| {
+        let mut limits = xrpc::RateLimits::reference();
+        limits.writes_hour = limit;
+        c.rate_limits = Some(limits);
+    });
     let did = pds.account("flood.test");
     let sb = Sandbox::new("flood.test");
-    let mut cfg = knot::gateway::Config::new(
-        &pds.url,
-        &did,
-        "127.0.0.1:0".parse().unwrap(),
-        sb.path("gateway.git"),
-    );
-    cfg.password = Some(PASSWORD.into());
+    let mut cfg = config(&pds, &did, sb.home.path());
     cfg.limits = vec![(Kind::Points, budget)];
     let gw = knot::gateway::spawn(cfg).unwrap();
     let u = url(&pds.url, &did, "flood");
@@ -246,16 +230,8 @@ fn the_budget_waits_instead_of_429() {
 
 #[test]
 fn bad_requests_are_refused() {
-    let pds = Pds::start();
-    let did = pds.account("gw5.test");
-    let sb = Sandbox::new("gw5.test");
-    let mut cfg = knot::gateway::Config::new(
-        &pds.url,
-        &did,
-        "127.0.0.1:0".parse().unwrap(),
-        sb.path("gateway.git"),
-    );
-    cfg.password = Some(PASSWORD.into());
+    let (pds, did, sb) = signed_in("gw5.test");
+    let mut cfg = config(&pds, &did, sb.home.path());
     cfg.max_push_bytes = 1 << 16;
     let gw = knot::gateway::spawn(cfg).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()

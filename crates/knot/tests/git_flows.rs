@@ -5,13 +5,11 @@
 
 mod support;
 
-use support::{Pds, Sandbox, stderr, url};
+use support::{plc_directory, signed_in, stderr, url};
 
 #[test]
 fn push_clone_fetch_force_delete_tags() {
-    let pds = Pds::start();
-    let did = pds.account("alice.test");
-    let sb = Sandbox::new("alice.test");
+    let (pds, did, sb) = signed_in("alice.test");
     let u = url(&pds.url, &did, "proj");
 
     // Clone of an empty repository.
@@ -104,9 +102,7 @@ fn push_clone_fetch_force_delete_tags() {
 /// target it really replaced, not the one the stale cache remembered.
 #[test]
 fn forced_push_over_a_stale_cache_records_the_true_previous() {
-    let pds = Pds::start();
-    let did = pds.account("prev.test");
-    let sb = Sandbox::new("prev.test");
+    let (pds, did, sb) = signed_in("prev.test");
     let u = url(&pds.url, &did, "proj");
     let a = sb.init("a");
     let c1 = sb.commit(&a, "one.txt", "one\n");
@@ -132,9 +128,7 @@ fn forced_push_over_a_stale_cache_records_the_true_previous() {
 
 #[test]
 fn atomic_and_lease() {
-    let pds = Pds::start();
-    let did = pds.account("bob.test");
-    let sb = Sandbox::new("bob.test");
+    let (pds, did, sb) = signed_in("bob.test");
     let u = url(&pds.url, &did, "r");
     let a = sb.init("a");
     let c1 = sb.commit(&a, "f", "1\n");
@@ -195,9 +189,7 @@ fn atomic_and_lease() {
 
 #[test]
 fn two_clones_race_one_branch() {
-    let pds = Pds::start();
-    let did = pds.account("carol.test");
-    let sb = Sandbox::new("carol.test");
+    let (pds, did, sb) = signed_in("carol.test");
     let u = url(&pds.url, &did, "race");
     let a = sb.init("a");
     sb.commit(&a, "base", "base\n");
@@ -239,57 +231,31 @@ fn two_clones_race_one_branch() {
 
 #[test]
 fn at_url_resolves_handle_and_did_document() {
-    use bytes::Bytes;
-    use support::fault::{Action, FaultProxy};
-    let pds = Pds::start();
-    let did = pds.account("ident.test");
-    let sb = Sandbox::new("ident.test");
-    // A PLC directory that knows this one DID, pointing at the PDS.
-    let doc = serde_json::json!({"id": did, "service": [{"id": "#atproto_pds", "type": "AtprotoPersonalDataServer", "serviceEndpoint": pds.url}]});
-    let (d2, body) = (did.clone(), Bytes::from(doc.to_string()));
-    let plc = FaultProxy::start(
-        None,
-        std::sync::Arc::new(move |p, _| {
-            if p.uri.path() == format!("/{d2}") {
-                Action::Respond(
-                    200,
-                    vec![("content-type", "application/json".into())],
-                    body.clone(),
-                )
-            } else {
-                Action::Respond(
-                    404,
-                    vec![],
-                    Bytes::from_static(b"{\"message\":\"DID not registered\"}"),
-                )
-            }
-        }),
-    );
+    let (pds, did, sb) = signed_in("ident.test");
+    let plc = plc_directory(&did, &pds.url);
     let a = sb.init("a");
     let c1 = sb.commit(&a, "f", "1\n");
-    let env = |c: &mut std::process::Command| {
-        c.env("KNOT_HANDLE_RESOLVER", &pds.url)
-            .env("KNOT_PLC_URL", &plc.url);
+    // git with the PDS as handle resolver and the stub PLC directory.
+    let run = |dir: &std::path::Path, args: &[&str]| {
+        sb.cmd(dir, args)
+            .env("KNOT_HANDLE_RESOLVER", &pds.url)
+            .env("KNOT_PLC_URL", &plc.url)
+            .output()
+            .unwrap()
     };
-    let mut c = sb.cmd(&a, &["push", "at://ident.test/r", "main"]);
-    env(&mut c);
-    let o = c.output().unwrap();
+    let o = run(&a, &["push", "at://ident.test/r", "main"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let mut c = sb.cmd(
+    let o = run(
         sb.home.path(),
         &["clone", "-q", &format!("at://{did}/r"), "b"],
     );
-    env(&mut c);
-    let o = c.output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(sb.rev(&sb.path("b"), "HEAD"), c1);
     // An unknown DID is a clear error.
-    let mut c = sb.cmd(
+    let o = run(
         sb.home.path(),
         &["clone", "at://did:plc:unknownunknownunknown/r", "c"],
     );
-    env(&mut c);
-    let o = c.output().unwrap();
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("cannot resolve did:plc:unknownunknownunknown"),
@@ -300,9 +266,7 @@ fn at_url_resolves_handle_and_did_document() {
 
 #[test]
 fn a_pack_of_several_parts_round_trips() {
-    let pds = Pds::start();
-    let did = pds.account("parts.test");
-    let sb = Sandbox::new("parts.test");
+    let (pds, did, sb) = signed_in("parts.test");
     let u = url(&pds.url, &did, "big");
     let a = sb.init("a");
     // 9 MiB of incompressible bytes: a pack of three 4 MiB parts.

@@ -9,13 +9,11 @@ use std::time::Duration;
 
 use knot::helper::CONCURRENCY;
 use knot::proxy::LatencyProxy;
-use support::{Pds, Sandbox, url};
+use support::{signed_in, url};
 
 #[test]
 fn round_trips_per_operation() {
-    let pds = Pds::start();
-    let did = pds.account("rt.test");
-    let sb = Sandbox::new("rt.test");
+    let (pds, did, sb) = signed_in("rt.test");
     let proxy = LatencyProxy::start(pds.addr(), Duration::ZERO).unwrap();
     let u = url(&proxy.url(), &did, "r");
     let a = sb.init("a");

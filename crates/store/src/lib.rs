@@ -434,35 +434,29 @@ impl Store {
 
     /// The signing key's public half for `did`, if the store holds it.
     pub fn signing_key(&self, did: &str) -> Result<Option<PublicKey>> {
-        validate_did(did)?;
-        let r = self.reader()?;
-        let secret: Option<Option<Vec<u8>>> = r
-            .prepare_cached("SELECT signing_key FROM repo_root WHERE did = ?1")?
-            .query_row([did], |row| row.get(0))
-            .optional()?;
-        match secret.flatten() {
-            None => Ok(None),
-            Some(s) => Keypair::from_bytes(repo::crypto::Algorithm::K256, &s)
-                .map(|k| Some(k.public_key()))
-                .map_err(|e| StoreError::Corrupt(format!("signing key: {e}"))),
-        }
+        Ok(self.keypair(did)?.map(|k| k.public_key()))
     }
 
     /// Signs SHA-256(`msg`) with `did`'s repository signing key (compact,
     /// low-S); `None` when the store holds no key for `did`. The secret
     /// never leaves the store: service-auth tokens are signed here.
     pub fn sign_as(&self, did: &str, msg: &[u8]) -> Result<Option<[u8; 64]>> {
+        Ok(self.keypair(did)?.map(|k| k.sign(msg)))
+    }
+
+    /// `did`'s repository signing key, read for one use and not kept;
+    /// `None` when the store holds none.
+    fn keypair(&self, did: &str) -> Result<Option<Keypair>> {
         validate_did(did)?;
         let r = self.reader()?;
         let secret: Option<Option<Vec<u8>>> = r
             .prepare_cached("SELECT signing_key FROM repo_root WHERE did = ?1")?
             .query_row([did], |row| row.get(0))
             .optional()?;
-        match secret.flatten() {
-            None => Ok(None),
-            Some(s) => Keypair::from_bytes(repo::crypto::Algorithm::K256, &s)
-                .map(|k| Some(k.sign(msg)))
-                .map_err(|e| StoreError::Corrupt(format!("signing key: {e}"))),
-        }
+        secret
+            .flatten()
+            .map(|s| Keypair::from_bytes(repo::crypto::Algorithm::K256, &s))
+            .transpose()
+            .map_err(|e| StoreError::Corrupt(format!("signing key: {e}")))
     }
 }

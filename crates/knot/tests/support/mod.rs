@@ -1,93 +1,50 @@
-//! Shared by knot's integration tests: an in-process atpds, accounts, and
-
-//! real `git` processes that find `git-remote-at` on their PATH.
+//! Shared by knot's integration tests: an in-process atpds and accounts
+//! (`pds.rs`), a stub PLC directory, and real `git` processes that find
+//! `git-remote-at` on their PATH.
 
 #![allow(dead_code)]
 
 pub mod fault;
+pub mod pds;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::Duration;
 
-use knot::client::Xrpc;
-use serde_json::json;
+use bytes::Bytes;
+use fault::{Action, FaultProxy};
+pub use pds::{PASSWORD, Pds};
 
-pub const PASSWORD: &str = "pw-knot-test";
-
-pub struct Pds {
-    pub server: Option<xrpc::RunningServer>,
-    pub dir: tempfile::TempDir,
-    pub url: String,
+/// A fresh atpds with one account `handle`, and a sandbox signed in as
+/// it: (server, the account's DID, sandbox).
+pub fn signed_in(handle: &str) -> (Pds, String, Sandbox) {
+    let pds = Pds::start();
+    let did = pds.account(handle);
+    (pds, did, Sandbox::new(handle))
 }
 
-impl Pds {
-    pub fn start() -> Pds {
-        let dir = tempfile::tempdir().unwrap();
-        let mut c = xrpc::ServerConfig::new(dir.path().join("pds.sqlite"));
-        c.listen = "127.0.0.1:0".parse().unwrap();
-        c.scrypt_log_n = 4;
-        c.workers = 2;
-        c.read_threads = 2;
-        let server = xrpc::spawn(c).unwrap();
-        let url = server.url();
-        Pds {
-            server: Some(server),
-            dir,
-            url,
-        }
-    }
-
-    pub fn addr(&self) -> std::net::SocketAddr {
-        self.server.as_ref().unwrap().addr()
-    }
-
-    /// Creates an account; returns its DID.
-    pub fn account(&self, handle: &str) -> String {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let x = Xrpc::new(&self.url, Duration::from_secs(30));
-            let v = x
-                .procedure(
-                    "com.atproto.server.createAccount",
-                    &json!({"handle": handle, "password": PASSWORD, "email": format!("{handle}@example.com")}),
-                    None,
+/// A PLC directory that knows one DID, whose document points at
+/// `pds_url`; any other DID is not registered (404).
+pub fn plc_directory(did: &str, pds_url: &str) -> FaultProxy {
+    let doc = serde_json::json!({"id": did, "service": [{"id": "#atproto_pds", "type": "AtprotoPersonalDataServer", "serviceEndpoint": pds_url}]});
+    let (path, body) = (format!("/{did}"), Bytes::from(doc.to_string()));
+    FaultProxy::start(
+        None,
+        std::sync::Arc::new(move |p, _| {
+            if p.uri.path() == path {
+                Action::Respond(
+                    200,
+                    vec![("content-type", "application/json".into())],
+                    body.clone(),
                 )
-                .await
-                .unwrap();
-            v["did"].as_str().unwrap().to_owned()
-        })
-    }
-
-    /// A record's value read from the server now (`None` when absent).
-    pub fn record(&self, did: &str, collection: &str, rkey: &str) -> Option<serde_json::Value> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let x = Xrpc::new(&self.url, Duration::from_secs(30));
-            match x
-                .query(
-                    "com.atproto.repo.getRecord",
-                    &[("repo", did), ("collection", collection), ("rkey", rkey)],
-                    None,
+            } else {
+                Action::Respond(
+                    404,
+                    vec![],
+                    Bytes::from_static(b"{\"message\":\"DID not registered\"}"),
                 )
-                .await
-            {
-                Ok(mut v) => Some(v["value"].take()),
-                Err(e) if e.xrpc_name() == Some("RecordNotFound") => None,
-                Err(e) => panic!("getRecord {collection}/{rkey}: {e}"),
             }
-        })
-    }
-
-    pub fn db(&self) -> PathBuf {
-        self.dir.path().join("pds.sqlite")
-    }
+        }),
+    )
 }
 
 /// The directory holding `git-remote-at`, for PATH.
