@@ -35,13 +35,13 @@ fn at_time(us: u64) -> String {
 fn viewer_of(caller: &str, did: &str) -> Value {
     let h = h64(&[caller.as_bytes(), did.as_bytes()]);
     let mut v = json!({"muted": false, "blockedBy": false});
-    if h % 3 == 0 {
+    if h.is_multiple_of(3) {
         v["following"] = json!(format!(
             "at://{caller}/app.bsky.graph.follow/{}",
             datagen::store::tid(datagen::store::BASE_TIME_US + (h >> 20) % 1_000_000_000, 7)
         ));
     }
-    if h % 5 == 0 {
+    if h.is_multiple_of(5) {
         v["followedBy"] = json!(format!(
             "at://{did}/app.bsky.graph.follow/{}",
             datagen::store::tid(datagen::store::BASE_TIME_US + (h >> 24) % 1_000_000_000, 9)
@@ -73,7 +73,7 @@ pub(super) fn profile_detailed(caller: &str, did: &str, handle: &str) -> Value {
         "viewer": viewer_of(caller, did),
         "labels": [],
     });
-    if h % 2 == 0 {
+    if h.is_multiple_of(2) {
         let uri = format!(
             "at://{did}/app.bsky.feed.post/{}",
             datagen::store::tid(datagen::store::BASE_TIME_US + (h >> 8) % 1_000_000_000, 3)
@@ -175,7 +175,7 @@ fn post_view(caller: &str, p: &Post, typed: bool) -> Value {
         "viewer": {"threadMuted": false, "embeddingDisabled": false},
         "labels": [],
     });
-    if (h >> 32) % 4 == 0 {
+    if (h >> 32).is_multiple_of(4) {
         v["viewer"]["like"] = json!(format!(
             "at://{caller}/app.bsky.feed.like/{}",
             datagen::store::tid(p.us + 60_000_000, 5)
