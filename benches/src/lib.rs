@@ -10,6 +10,8 @@
 //! - [`callers`]: the concurrent-callers runner: N threads, per-operation
 //!   latency in an HDR histogram, fed to Criterion through `iter_custom`,
 //!   with a sidecar `target/atbench/latency/<id>.json`.
+//! - [`appview_standin`]: the appview stand-in `xrpc.mix` points both PDSes
+//!   at, so their proxied `app.bsky` reads have a live upstream.
 //! - [`appview`]: the read-pattern groups, queries, checks and tiers that
 //!   `--bench appview` and `--bench live_backends` share.
 //! - [`convert_inputs`], [`alloc_policy`]: the convert inputs and allocator
@@ -36,6 +38,7 @@
 
 pub mod alloc_policy;
 pub mod appview;
+pub mod appview_standin;
 pub mod calibrate;
 pub mod callers;
 pub mod config;

@@ -12,8 +12,10 @@
 //!
 //! The server runs as its package's defaults have it, except what a
 //! benchmark needs (each said in `start.js`): rate limits off, no invite
-//! codes, dev mode (http, `localhost`, handles under `.test`), no crawlers
-//! and no appview, and a local PLC directory (`@did-plc/server` on its
+//! codes, dev mode (http, `localhost`, handles under `.test`), no crawlers,
+//! an appview at a closed port unless the caller names a live one
+//! ([`OfficialPds::start_with`]: `xrpc.mix` names its appview stand-in),
+//! and a local PLC directory (`@did-plc/server` on its
 //! in-memory database) in the same node process. Its blobs are files on
 //! disk (`<dir>/blobs`), its accounts one SQLite file each, its passwords
 //! node's scrypt (N = 2^14, r = 8, p = 1).
@@ -39,6 +41,9 @@
 //! - [`OfficialPds::start_or_skip`]: prints one line and returns `None` on
 //!   `Unavailable` (panics instead under `BENCH_REQUIRE_LIVE=1`); panics on
 //!   `Failed`.
+//! - [`OfficialPds::start_with`] / [`OfficialPds::start_or_skip_with`]: the
+//!   same with `app.bsky.*` proxied to a live appview on a loopback port
+//!   (`--appview-url`, `--appview-did` of `start.js`).
 //! - [`OfficialPds::create_account`] / [`OfficialPds::create_accounts`]:
 //!   `com.atproto.server.createAccount` with [`PASSWORD`] and an email, a
 //!   real `did:plc` registered at the local PLC.
@@ -131,8 +136,15 @@ fn require_live() -> bool {
 }
 
 impl OfficialPds {
-    /// Installs the peer on first use and starts it.
+    /// Installs the peer on first use and starts it (its appview at a
+    /// closed port: nothing is proxied).
     pub fn start() -> Result<OfficialPds, Start> {
+        OfficialPds::start_with(None)
+    }
+
+    /// [`OfficialPds::start`] with `app.bsky.*` proxied to `appview` (an
+    /// `http://127.0.0.1:PORT` URL; `start.js` refuses any other).
+    pub fn start_with(appview: Option<&xrpc::Appview>) -> Result<OfficialPds, Start> {
         let node = peers::node_version().map_err(Start::Unavailable)?;
         peers::ensure_installed(OFFICIAL_PDS_SERVER).map_err(Start::Unavailable)?;
         let folder = peers::peers_dir().join(OFFICIAL_PDS_SERVER.folder);
@@ -142,10 +154,12 @@ impl OfficialPds {
             .map_err(|e| Start::Failed(format!("temp dir: {e}")))?;
         let data = dir.path().join("data");
         let started = Instant::now();
-        let mut child = Command::new("node")
-            .arg("start.js")
-            .arg("--dir")
-            .arg(&data)
+        let mut cmd = Command::new("node");
+        cmd.arg("start.js").arg("--dir").arg(&data);
+        if let Some(a) = appview {
+            cmd.args(["--appview-url", &a.url, "--appview-did", &a.did]);
+        }
+        let mut child = cmd
             .current_dir(&folder)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -201,7 +215,13 @@ impl OfficialPds {
     /// cannot run it (`what` names the rows skipped). Panics when it is
     /// unavailable under `BENCH_REQUIRE_LIVE=1`, and when it fails.
     pub fn start_or_skip(what: &str) -> Option<OfficialPds> {
-        match OfficialPds::start() {
+        OfficialPds::start_or_skip_with(what, None)
+    }
+
+    /// [`OfficialPds::start_or_skip`] with `app.bsky.*` proxied to
+    /// `appview` ([`OfficialPds::start_with`]).
+    pub fn start_or_skip_with(what: &str, appview: Option<&xrpc::Appview>) -> Option<OfficialPds> {
+        match OfficialPds::start_with(appview) {
             Ok(pds) => Some(pds),
             Err(Start::Unavailable(reason)) => {
                 assert!(

@@ -204,3 +204,73 @@ fn the_official_pds_runs_as_a_whole_server() {
         "the server still answers at {addr}"
     );
 }
+
+/// The official PDS pointed at the appview stand-in (`start.js
+/// --appview-url/--appview-did`, as `xrpc.mix` starts it) proxies
+/// getProfile and getTimeline with a service-auth JWT the stand-in
+/// accepts, and passes the stand-in's answers on unchanged: its
+/// read-after-write step finds none of the caller's records newer than the
+/// stand-in's `atproto-repo-rev`, even right after the caller wrote one.
+#[test]
+fn the_official_pds_proxies_app_bsky_reads_to_the_appview_standin() {
+    use benches::appview_standin::AppviewStandin;
+    use benches::official_pds::{self, OfficialPds};
+    use hyper::{Method, StatusCode};
+    if ready(official_pds::OFFICIAL_PDS_SERVER).is_none() {
+        return;
+    }
+    let standin = AppviewStandin::start().expect("the appview stand-in");
+    let pds = OfficialPds::start_with(Some(&standin.appview())).unwrap_or_else(|e| panic!("{e}"));
+    let accounts = pds.create_accounts("proxied", 2);
+    standin.add_actors(accounts.iter().map(|a| (a.did.as_str(), a.handle.as_str())));
+    let (me, other) = (&accounts[0], &accounts[1]);
+    let record = serde_json::json!({"$type": "app.bsky.feed.post", "text": "mine", "createdAt": "2024-06-01T00:00:00.000Z"});
+    official_pds::post_json(
+        pds.addr(),
+        "/xrpc/com.atproto.repo.createRecord",
+        Some(&me.access_jwt),
+        &serde_json::json!({"repo": me.did, "collection": "app.bsky.feed.post", "record": record}),
+    )
+    .expect("createRecord");
+    let paths = [
+        format!("/xrpc/app.bsky.actor.getProfile?actor={}", other.did),
+        format!("/xrpc/app.bsky.actor.getProfile?actor={}", me.did),
+        "/xrpc/app.bsky.feed.getTimeline?limit=30".to_owned(),
+    ];
+    for path in &paths {
+        let (status, body) = official_pds::request(
+            pds.addr(),
+            Method::GET,
+            path,
+            Some(&me.access_jwt),
+            bytes::Bytes::new(),
+        )
+        .expect("a proxied read");
+        assert_eq!(
+            status,
+            StatusCode::OK,
+            "{path}: {} (stand-in refusal: {:?})",
+            String::from_utf8_lossy(&body),
+            standin.first_refusal()
+        );
+        let want = standin
+            .expected(&me.did, path)
+            .expect("the stand-in's answer");
+        assert!(body == want, "{path}: the answer is not the stand-in's");
+    }
+    let counts = standin.counts();
+    assert_eq!((counts.profiles, counts.timelines), (2, 1), "{counts:?}");
+    assert_eq!((counts.refused, counts.other), (0, 0), "{counts:?}");
+    // Without a session the PDS answers itself, and nothing reaches the
+    // stand-in.
+    let (status, _) = official_pds::request(
+        pds.addr(),
+        Method::GET,
+        &paths[0],
+        None,
+        bytes::Bytes::new(),
+    )
+    .expect("an unauthenticated read");
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(standin.counts(), counts);
+}

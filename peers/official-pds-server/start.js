@@ -2,7 +2,7 @@
 // server, for the benches that measure it through the same HTTP client as
 // atpds (benches/src/official_pds.rs starts and stops it).
 //
-//   node start.js --dir DIR
+//   node start.js --dir DIR [--appview-url URL --appview-did DID]
 //
 // DIR must be empty or missing: it becomes the PDS's data directory
 // (account, sequencer and DID-cache SQLite files, one SQLite file per
@@ -16,11 +16,14 @@
 //     stated here so that nobody turns them on by accident);
 //   - no invite codes (invites are required by default);
 //   - dev mode (http:// URLs, a localhost hostname, handles under .test);
-//   - no crawlers, and an appview named at a closed loopback port: the
-//     PDS registers its app.bsky routes only with an appview configured,
-//     and getPreferences/putPreferences are among them (it serves those
-//     itself); nothing the benches call is proxied, nothing leaves the
-//     machine.
+//   - no crawlers, and an appview: by default one named at a closed
+//     loopback port (the PDS registers its app.bsky routes only with an
+//     appview configured, and getPreferences/putPreferences are among
+//     them: it serves those itself), so nothing is proxied and nothing
+//     leaves the machine; --appview-url/--appview-did (both or neither)
+//     name a live one instead, such as the benches' appview stand-in on a
+//     loopback port (benches/src/appview_standin.rs), which the PDS then
+//     proxies app.bsky.* reads to with a service-auth JWT.
 // Everything else, the scrypt password hashing and the SQLite settings
 // included, is the package's default.
 //
@@ -37,15 +40,33 @@ const { PDS, envToCfg, envToSecrets } = require('@atproto/pds')
 const { Secp256k1Keypair } = require('@atproto/crypto')
 const plc = require('@did-plc/server')
 
+// The appview when none is named: a closed port, a DID nothing answers to.
+const DEAD_APPVIEW_URL = 'http://127.0.0.1:9'
+const DEAD_APPVIEW_DID = 'did:web:appview.invalid'
+
 function parseArgs(argv) {
-  const args = { dir: null }
+  const args = { dir: null, appviewUrl: null, appviewDid: null }
   for (let i = 2; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]]
     if (value === undefined) throw new Error(`${flag} needs a value`)
     if (flag === '--dir') args.dir = value
+    else if (flag === '--appview-url') args.appviewUrl = value
+    else if (flag === '--appview-did') args.appviewDid = value
     else throw new Error(`unknown option ${flag}`)
   }
-  if (!args.dir) throw new Error('usage: start.js --dir DIR')
+  const usage = 'usage: start.js --dir DIR [--appview-url URL --appview-did DID]'
+  if (!args.dir) throw new Error(usage)
+  if ((args.appviewUrl === null) !== (args.appviewDid === null)) {
+    throw new Error(`--appview-url and --appview-did go together (${usage})`)
+  }
+  if (args.appviewUrl !== null && !/^http:\/\/127\.0\.0\.1:[0-9]+$/.test(args.appviewUrl)) {
+    throw new Error(`--appview-url must be http://127.0.0.1:PORT, not ${args.appviewUrl}`)
+  }
+  if (args.appviewDid !== null && !args.appviewDid.startsWith('did:')) {
+    throw new Error(`--appview-did must be a DID, not ${args.appviewDid}`)
+  }
+  args.appviewUrl = args.appviewUrl ?? DEAD_APPVIEW_URL
+  args.appviewDid = args.appviewDid ?? DEAD_APPVIEW_DID
   return args
 }
 
@@ -84,8 +105,8 @@ async function main() {
     inviteRequired: false,
     rateLimitsEnabled: false,
     crawlers: [],
-    bskyAppViewUrl: 'http://127.0.0.1:9',
-    bskyAppViewDid: 'did:web:appview.invalid',
+    bskyAppViewUrl: args.appviewUrl,
+    bskyAppViewDid: args.appviewDid,
     jwtSecret: crypto.randomBytes(32).toString('hex'),
     adminPassword: crypto.randomBytes(16).toString('hex'),
     plcRotationKeyK256PrivateKeyHex: rotationHex,

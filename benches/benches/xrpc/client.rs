@@ -81,6 +81,7 @@ impl Conn {
                 status: parts.status,
                 headers: parts.headers,
                 body,
+                asked: None,
             }
         })
     }
@@ -95,6 +96,9 @@ pub struct Answer {
     pub headers: HeaderMap,
     /// Its body.
     pub body: Bytes,
+    /// Who asked what (the caller's DID, the path and query), set after
+    /// the timing on the answers a check compares with their request.
+    pub asked: Option<(String, String)>,
 }
 
 /// What one request of a route is, apart from its body.

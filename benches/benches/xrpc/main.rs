@@ -16,7 +16,10 @@
 //! - `xrpc.write`: createRecord at 1, 10 and 50 connections, one account
 //!   each, a fresh body per request;
 //! - `xrpc.mix` (`mix.rs`): the 100-account traffic mix at 10 and 50
-//!   connections, per-route percentiles under it;
+//!   connections, per-route percentiles under it, its proxied `app.bsky`
+//!   reads answered by the appview stand-in
+//!   (`benches::appview_standin`, started with the route fixture; both
+//!   servers name it as their appview);
 //! - `xrpc.firehose` (`firehose.rs`): fan-out to 1/10/100 consumers at a
 //!   fixed commit rate, and a slow consumer among 10;
 //! - `xrpc.websocket_churn` (`churn.rs`): cohorts of subscribers up to the
@@ -97,8 +100,15 @@ fn main() {
     );
     if route || write || mix {
         kdf_cpu();
-        let fixture = seed::build(dir.path());
-        let official = peer::official_seed();
+        let standin = benches::appview_standin::AppviewStandin::start()
+            .unwrap_or_else(|e| panic!("the appview stand-in did not start: {e}"));
+        let appview = standin.appview();
+        eprintln!(
+            "atbench: xrpc: appview stand-in {} ({}), both servers' appview",
+            appview.url, appview.did
+        );
+        let fixture = seed::build(dir.path(), &appview);
+        let official = peer::official_seed(&appview);
         let peers: Vec<(&str, &seed::Seed)> =
             official.iter().map(|s| (peer::OFFICIAL_PDS, s)).collect();
         if route {
@@ -110,14 +120,14 @@ fn main() {
         if mix {
             // The mix's 100 accounts join the route fixture's server (and
             // the official PDS's), seeded after the route rows ran.
-            let ours = mix::build(fixture.addr);
+            let ours = mix::build(fixture.addr, &standin);
             let theirs: Vec<(&str, mix::MixSeed)> = peers
                 .iter()
-                .map(|(p, s)| (*p, mix::build(s.addr)))
+                .map(|(p, s)| (*p, mix::build(s.addr, &standin)))
                 .collect();
             let mut servers = vec![("ours", &ours)];
             servers.extend(theirs.iter().map(|(p, s)| (*p, s)));
-            mix::run(&mut target, &servers);
+            mix::run(&mut target, &servers, &standin);
         }
     }
     if target.may_run("xrpc.firehose") {

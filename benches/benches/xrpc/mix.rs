@@ -14,17 +14,28 @@
 //! | app.bsky.actor.getPreferences (the caller's) | 5 | 1 |
 //! | createRecord (a post with its own text) | 10 | 1 |
 //! | applyWrites (3 post creates) | 5 | 1 |
-//! | getRecord (a seeded record of any account) | 30 | 1 |
-//! | listRecords (50 posts, newest first, any account) | 15 | 1 |
+//! | getRecord (a seeded record of any account) | 25 | 1 |
+//! | listRecords (50 posts, newest first, any account) | 10 | 1 |
+//! | app.bsky.actor.getProfile (any account's), proxied | 5 | 1 |
+//! | app.bsky.feed.getTimeline (limit 30, the caller's), proxied | 5 | 1 |
 //! | uploadBlob (16 KiB of fresh bytes) then createRecord holding it | 2 | 2 |
 //! | sync.getRepo (any account's whole CAR) | 2 | 1 |
 //! | sync.getBlob (any account's seeded blob) | 8 | 1 |
 //! | sync.getLatestCommit (any account) | 10 | 1 |
 //! | sync.listRepos (limit 100) | 3 | 1 |
 //!
-//! Each account also put two preferences at seeding time. Proxied appview
-//! reads (profiles, timelines) are left out: atpds proxies them to an
-//! appview (`--appview-url`), and this bench starts none.
+//! Each account also put two preferences at seeding time. The proxied
+//! reads (their 10 slots taken from getRecord and listRecords, plain reads
+//! too) go through each server's proxy to the appview stand-in
+//! (`benches::appview_standin`, one for the whole bench, each server's
+//! default appview): the server signs a service-auth JWT (ES256K) per
+//! call, forwards the call and passes the answer back; the stand-in checks
+//! the token's claims (not its signature) and serves its rendered answer
+//! from memory (a profile view of about 1 KB, a timeline page of 30 post
+//! views of about 65 KB). The official PDS also looks, per call, for the
+//! caller's records newer than the answer's `atproto-repo-rev` to patch in
+//! (read-after-write); the stand-in's rev is always current, so it finds
+//! none and passes the answer on as it came.
 //! Every 100 operations are 102 requests.
 //!
 //! The order: the `n`th operation of caller `c` (counted across
@@ -32,11 +43,18 @@
 //! to 100), so every caller runs the proportions exactly over any 100
 //! consecutive operations, callers out of phase with each other.
 //!
+//! Before its rows, each server answers one getProfile and one getTimeline
+//! through its proxy outside the timing, checked as below (a `--test` run,
+//! one operation in all, reaches none of their slots).
+//!
 //! Every request's latency goes into its route's histogram (warm-up
 //! included); every answer's status is checked (any non-200 fails the run
 //! after the timing), and each caller's first answer of each route in a
 //! batch is checked for content (the record's CID, the blob's bytes, the
-//! CAR's root, ...) after the timing. Printed per server and
+//! CAR's root, ...; a proxied answer must be byte for byte the stand-in's
+//! for that caller and query: the profile of the DID asked for, the
+//! timeline page with its 30 items and cursor) after the timing, and the
+//! stand-in must have refused no token. Printed per server and
 //! concurrency: the mix's operations/s and requests/s, and per route the
 //! count and p50/p95/p99; written to `<target>/atbench/mix/<id>.json`.
 
@@ -46,6 +64,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use benches::appview_standin::AppviewStandin;
 use benches::callers::bench_callers;
 use benches::target::BenchTarget;
 use bytes::Bytes;
@@ -58,7 +77,7 @@ use crate::client::{Answer, Call, Conn, Outcomes, json_ok, once_bytes};
 use crate::seed::{Account, accounts};
 
 mod check;
-use check::check;
+use check::{check, probe_proxied};
 
 /// Accounts the mix runs over.
 pub const ACCOUNTS: usize = 100;
@@ -94,9 +113,11 @@ enum Route {
     GetBlob,
     GetLatestCommit,
     ListRepos,
+    GetProfile,
+    GetTimeline,
 }
 
-const ROUTES: [Route; 12] = [
+const ROUTES: [Route; 14] = [
     Route::GetSession,
     Route::GetPreferences,
     Route::CreateRecord,
@@ -109,6 +130,8 @@ const ROUTES: [Route; 12] = [
     Route::GetBlob,
     Route::GetLatestCommit,
     Route::ListRepos,
+    Route::GetProfile,
+    Route::GetTimeline,
 ];
 
 impl Route {
@@ -126,6 +149,8 @@ impl Route {
             Route::GetBlob => "sync.getBlob",
             Route::GetLatestCommit => "sync.getLatestCommit",
             Route::ListRepos => "sync.listRepos",
+            Route::GetProfile => "proxy.getProfile",
+            Route::GetTimeline => "proxy.getTimeline",
         }
     }
 
@@ -142,13 +167,15 @@ enum Slot {
 }
 
 /// The proportions, per 100 operations.
-const MIX: [(Slot, usize); 11] = [
+const MIX: [(Slot, usize); 13] = [
     (Slot::One(Route::GetSession), 10),
     (Slot::One(Route::GetPreferences), 5),
     (Slot::One(Route::CreateRecord), 10),
     (Slot::One(Route::ApplyWrites), 5),
-    (Slot::One(Route::GetRecord), 30),
-    (Slot::One(Route::ListRecords), 15),
+    (Slot::One(Route::GetRecord), 25),
+    (Slot::One(Route::ListRecords), 10),
+    (Slot::One(Route::GetProfile), 5),
+    (Slot::One(Route::GetTimeline), 5),
     (Slot::UploadThenRecord, 2),
     (Slot::One(Route::GetRepo), 2),
     (Slot::One(Route::GetBlob), 8),
@@ -289,11 +316,17 @@ fn seed_account(addr: SocketAddr, i: usize, acct: Account) -> (MixAccount, Vec<u
     )
 }
 
-/// Seeds the mix's 100 accounts on the server at `addr` (4 threads).
-pub fn build(addr: SocketAddr) -> MixSeed {
+/// The limit of the mix's getTimeline calls.
+pub const TIMELINE_LIMIT: usize = 30;
+
+/// Seeds the mix's 100 accounts on the server at `addr` (4 threads), and
+/// adds them to the appview stand-in (callers it accepts, profiles it
+/// serves).
+pub fn build(addr: SocketAddr, standin: &AppviewStandin) -> MixSeed {
     let started = Instant::now();
     let n = account_count();
     let accts = accounts(addr, "mix", n);
+    standin.add_actors(accts.iter().map(|a| (a.did.as_str(), a.handle.as_str())));
     let mut seeded: Vec<Option<(MixAccount, Vec<u8>)>> = (0..n).map(|_| None).collect();
     let per = n.div_ceil(4);
     std::thread::scope(|s| {
@@ -344,10 +377,7 @@ impl Tally {
         }
     }
 
-    fn record(&self, route: Route, started: Instant, answer: &Answer, sample: bool) {
-        let ns = u64::try_from(started.elapsed().as_nanos())
-            .unwrap_or(u64::MAX)
-            .max(1);
+    fn record(&self, route: Route, ns: u64, answer: &Answer, sample: bool) {
         if let Ok(mut h) = self.hist[route.index()].lock() {
             let _ = h.record(ns.min(60_000_000_000));
         }
@@ -377,8 +407,14 @@ impl<'a> Caller<'a> {
         let sample = self.seen & bit == 0;
         self.seen |= bit;
         let t = Instant::now();
-        let answer = self.conn.answer(call, body);
-        self.tally.record(route, t, &answer, sample);
+        let mut answer = self.conn.answer(call, body);
+        let ns = u64::try_from(t.elapsed().as_nanos())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        if sample {
+            answer.asked = Some((self.me.acct.did.clone(), call.path.clone()));
+        }
+        self.tally.record(route, ns, &answer, sample);
         answer
     }
 
@@ -480,6 +516,19 @@ impl<'a> Caller<'a> {
                 let call = Call::get("/xrpc/com.atproto.sync.listRepos?limit=100");
                 self.send(Route::ListRepos, &call, Bytes::new());
             }
+            Slot::One(Route::GetProfile) => {
+                let did = self.target(i).acct.did.clone();
+                let call = Call::get(format!("/xrpc/app.bsky.actor.getProfile?actor={did}"))
+                    .bearer(&access);
+                self.send(Route::GetProfile, &call, Bytes::new());
+            }
+            Slot::One(Route::GetTimeline) => {
+                let call = Call::get(format!(
+                    "/xrpc/app.bsky.feed.getTimeline?limit={TIMELINE_LIMIT}"
+                ))
+                .bearer(&access);
+                self.send(Route::GetTimeline, &call, Bytes::new());
+            }
             Slot::One(Route::UploadBlob | Route::CreateWithBlob) => {
                 unreachable!("the upload routes run in their slot")
             }
@@ -492,8 +541,8 @@ fn ms(ns: u64) -> f64 {
 }
 
 /// Registers `xrpc.mix`: each server (`ours`, then the peers) at 10 and
-/// 50 connections.
-pub fn run(target: &mut BenchTarget, servers: &[(&str, &MixSeed)]) {
+/// 50 connections, their proxied reads answered by `standin`.
+pub fn run(target: &mut BenchTarget, servers: &[(&str, &MixSeed)], standin: &AppviewStandin) {
     let slots = Arc::new(schedule());
     let mut g = target.group("xrpc.mix");
     g.criterion()
@@ -510,10 +559,12 @@ pub fn run(target: &mut BenchTarget, servers: &[(&str, &MixSeed)]) {
                     .map(move |(c, k, cid)| (format!("at://{}/{c}/{k}", a.acct.did), cid.clone()))
             })
             .collect();
+        probe_proxied(name, seed, &cids, standin);
         for callers in [10usize, 50] {
             let tier = format!("c{callers}");
             let id = g.id(name, &tier);
             let tally = Tally::new();
+            let before = standin.counts();
             let schedule_at: Vec<AtomicU64> = (0..callers).map(|_| AtomicU64::new(0)).collect();
             // Numbered apart per row, so no two uploads of the run repeat bytes.
             let counters: Vec<AtomicU64> = (0..callers)
@@ -539,16 +590,34 @@ pub fn run(target: &mut BenchTarget, servers: &[(&str, &MixSeed)]) {
                     me.op(slot, n);
                 }
             });
-            // Every answer 200, every sampled answer right.
+            // Every token the stand-in saw passed its check, every answer
+            // 200, every sampled answer right.
+            let after = standin.counts();
+            assert_eq!(
+                after.refused,
+                before.refused,
+                "{id}: the appview stand-in refused {} proxied calls, the first because {}",
+                after.refused - before.refused,
+                standin.first_refusal().unwrap_or_default()
+            );
             let Tally { hist, outcomes } = tally;
             for (route, outcomes) in ROUTES.iter().zip(outcomes) {
                 for a in outcomes.check(&format!("{id} {}", route.name())) {
-                    if let Err(e) = check(seed, &cids, *route, &a) {
+                    if let Err(e) = check(seed, &cids, standin, *route, &a) {
                         panic!("{id}: a sampled {} answer is wrong: {e}", route.name());
                     }
                 }
             }
-            let Some(summary) = summary else { continue };
+            let standin_line = format!(
+                "appview stand-in: {} getProfile and {} getTimeline answered, {} other calls",
+                after.profiles - before.profiles,
+                after.timelines - before.timelines,
+                after.other - before.other,
+            );
+            let Some(summary) = summary else {
+                eprintln!("atbench: {id}: {standin_line}");
+                continue;
+            };
             let mut per_route = serde_json::Map::new();
             let mut lines = Vec::new();
             for (route, h) in ROUTES.iter().zip(hist) {
@@ -567,6 +636,7 @@ pub fn run(target: &mut BenchTarget, servers: &[(&str, &MixSeed)]) {
                 );
             }
             let mix_requests_per_op = requests_per_op();
+            lines.push(format!("  {standin_line}"));
             eprintln!(
                 "atbench: {id}: {:.0} mix operations/s, {:.0} requests/s ({:.2} requests per operation), p50 {:.2} ms p95 {:.2} ms p99 {:.2} ms per operation; no errors; per route:\n{}",
                 summary.ops_per_sec,

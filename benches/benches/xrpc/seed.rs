@@ -121,9 +121,10 @@ pub fn accounts(addr: SocketAddr, prefix: &str, n: usize) -> Vec<Account> {
         .collect()
 }
 
-/// Builds the route benches' server.
-pub fn build(dir: &Path) -> Seed {
-    let server = spawn(dir, "routes", |_| {});
+/// Builds the route benches' server, its `app.bsky.*` proxied to
+/// `appview` (the mix's proxied reads; no route row calls one).
+pub fn build(dir: &Path, appview: &xrpc::Appview) -> Seed {
+    let server = spawn(dir, "routes", |c| c.appview = Some(appview.clone()));
     let addr = server.addr();
     fill(addr, Box::new(server))
 }
