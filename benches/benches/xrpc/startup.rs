@@ -25,6 +25,12 @@
 //!   atpds copies it with SQLite's backup API (the fixture opened
 //!   read-only) before it starts, inside the timing.
 //!
+//! - `process-floor/no-store` (probe): `startup_floor`
+//!   (`benches/src/bin/startup_floor.rs`), a standard-library process that
+//!   binds and answers every request with a fixed 200, launched and timed
+//!   by the same loop: process creation, the dynamic loader, one bind and
+//!   one loopback exchange, the floor under every lane on this machine.
+//!
 //! Besides Criterion's row, each lane's samples (min/median/max of every
 //! sample this process took, the stage timings atpds printed, the binary's
 //! SHA-256, the platform) are printed and written to
@@ -194,30 +200,19 @@ fn platform() -> String {
     )
 }
 
-/// One sample: launch to the first 200 of `/xrpc/_health`; then the
-/// startup line atpds printed, and the process stopped.
-fn one_start(bin: &Path, db: &Path, snapshot: Option<&Path>) -> (Duration, String) {
-    let port = free_port();
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut cmd = Command::new(bin);
-    cmd.arg("--db")
-        .arg(db)
-        .args(["--listen", &addr.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    if let Some(s) = snapshot {
-        cmd.arg("--snapshot").arg(s);
-    }
+/// Launches `cmd` (told to listen on `addr`) and times it from spawn to
+/// the first 200 of `/xrpc/_health`, read whole; the child comes back
+/// running, to be stopped by dropping the guard.
+fn launch(mut cmd: Command, addr: SocketAddr) -> (Duration, Stop) {
     let started = Instant::now();
-    let child = cmd.spawn().expect("spawn atpds");
-    let mut guard = Stop(child);
+    let child = cmd.spawn().expect("spawn the server");
+    let guard = Stop(child);
     let deadline = started + Duration::from_secs(20);
     let mut stream = loop {
         match TcpStream::connect(addr) {
             Ok(s) => break s,
             Err(_) if Instant::now() < deadline => std::hint::spin_loop(),
-            Err(e) => panic!("atpds did not listen on {addr} within 20 s: {e}"),
+            Err(e) => panic!("the server did not listen on {addr} within 20 s: {e}"),
         }
     };
     stream.set_nodelay(true).expect("TCP_NODELAY");
@@ -232,6 +227,24 @@ fn one_start(bin: &Path, db: &Path, snapshot: Option<&Path>) -> (Duration, Strin
         text.starts_with("HTTP/1.1 200"),
         "the first health answer was not 200: {text}"
     );
+    (elapsed, guard)
+}
+
+/// One sample: launch to the first 200 of `/xrpc/_health`; then the
+/// startup line atpds printed, and the process stopped.
+fn one_start(bin: &Path, db: &Path, snapshot: Option<&Path>) -> (Duration, String) {
+    let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let mut cmd = Command::new(bin);
+    cmd.arg("--db")
+        .arg(db)
+        .args(["--listen", &addr.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    if let Some(s) = snapshot {
+        cmd.arg("--snapshot").arg(s);
+    }
+    let (elapsed, mut guard) = launch(cmd, addr);
     // The two lines atpds printed before serving are in the pipe already.
     let out = guard.0.stdout.take().expect("stdout");
     let mut lines = BufReader::new(out).lines();
@@ -243,6 +256,18 @@ fn one_start(bin: &Path, db: &Path, snapshot: Option<&Path>) -> (Duration, Strin
     );
     drop(guard);
     (elapsed, report)
+}
+
+/// One sample of the floor: `startup_floor` (benches/src/bin) launched to
+/// its first 200, by the same loop.
+fn floor_start() -> Duration {
+    let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_startup_floor"));
+    cmd.args(["--listen", &addr.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    launch(cmd, addr).0
 }
 
 /// A child stopped with SIGTERM (its own id) and reaped when dropped; a
@@ -336,6 +361,41 @@ pub fn run(target: &mut BenchTarget, dir: &Path) {
         .sampling_mode(criterion::SamplingMode::Flat)
         .sample_size(10);
     g.throughput(criterion::Throughput::Elements(1));
+    // The floor under every lane (benches/src/bin/startup_floor.rs: bind,
+    // one fixed 200, no runtime, no store), timed by the same loop.
+    let mut floor: Vec<f64> = Vec::new();
+    g.bench("process-floor", "no-store", |b| {
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            for _ in 0..iters {
+                let t = floor_start();
+                timed += t;
+                floor.push(t.as_secs_f64() * 1e3);
+            }
+            timed
+        })
+    });
+    if !floor.is_empty() {
+        let mut sorted = floor.clone();
+        let med = median(&mut sorted);
+        let (min, max) = (sorted[0], sorted[sorted.len() - 1]);
+        eprintln!(
+            "atbench: xrpc.startup/process-floor/no-store: {} samples, launch to first 200 min {min:.2} ms, median {med:.2} ms, max {max:.2} ms",
+            floor.len()
+        );
+        benches::sidecar::write(
+            "startup",
+            "process-floor",
+            &serde_json::json!({
+                "id": "xrpc.startup/process-floor/no-store",
+                "samples_ms": floor,
+                "min_ms": min,
+                "median_ms": med,
+                "max_ms": max,
+                "platform": platform,
+            }),
+        );
+    }
     for lane in [Lane::Fresh, Lane::Empty, Lane::History, Lane::Snapshot] {
         let db = dir.join(format!("startup-{}.sqlite", lane.tier()));
         remove_store(&db);
