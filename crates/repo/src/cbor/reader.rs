@@ -452,7 +452,7 @@ impl<'a> Reader<'a> {
 
     /// Reads a map key and checks it sorts strictly after `prev` (which it
     /// then updates).
-    #[inline]
+    #[inline(always)]
     pub fn read_key(&mut self, prev: &mut Option<&'a str>) -> Result<&'a str, DecodeError> {
         let start = self.pos;
         let key = match self.short_text() {
@@ -465,19 +465,27 @@ impl<'a> Reader<'a> {
                 self.take_str(len, start)?
             }
         };
-        if let Some(p) = *prev {
-            match key_cmp(p, key) {
-                std::cmp::Ordering::Less => {}
-                std::cmp::Ordering::Equal => {
-                    return Err(self.err(start, K::DuplicateKey(key.to_owned())));
-                }
-                std::cmp::Ordering::Greater => {
-                    return Err(self.err(start, K::UnsortedKey(key.to_owned())));
-                }
-            }
+        if let Some(p) = *prev
+            // Canonical order is shorter first, so a longer key needs no
+            // byte comparison.
+            && (p.len() >= key.len() && key_cmp(p, key) != std::cmp::Ordering::Less)
+        {
+            return Err(self.key_order_err(start, p, key));
         }
         *prev = Some(key);
         Ok(key)
+    }
+
+    /// The error for `key` at `start` not sorting strictly after `prev`.
+    #[cold]
+    #[inline(never)]
+    fn key_order_err(&self, start: usize, prev: &str, key: &str) -> DecodeError {
+        let kind = if prev == key {
+            K::DuplicateKey(key.to_owned())
+        } else {
+            K::UnsortedKey(key.to_owned())
+        };
+        self.err(start, kind)
     }
 
     /// Skips one complete item, checking it as strictly as a full decode.
