@@ -36,6 +36,16 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// A list element or map value: short text (the commonest member of a
+/// record) is read here, without a call into [`read_ref`].
+#[inline(always)]
+fn read_ref_item<'a>(r: &mut Reader<'a>, depth: usize) -> Result<ValueRef<'a>, DecodeError> {
+    match r.short_text() {
+        Some(text) => text.map(ValueRef::Text),
+        None => read_ref(r, depth),
+    }
+}
+
 fn read_ref<'a>(r: &mut Reader<'a>, depth: usize) -> Result<ValueRef<'a>, DecodeError> {
     if let Some(text) = r.short_text() {
         return text.map(ValueRef::Text);
@@ -53,7 +63,7 @@ fn read_ref<'a>(r: &mut Reader<'a>, depth: usize) -> Result<ValueRef<'a>, Decode
             let n = r.container_len(arg, 1, start)?;
             let mut items = Vec::with_capacity(n);
             for _ in 0..n {
-                items.push(read_ref(r, depth + 1)?);
+                items.push(read_ref_item(r, depth + 1)?);
             }
             ValueRef::List(items)
         }
@@ -66,7 +76,7 @@ fn read_ref<'a>(r: &mut Reader<'a>, depth: usize) -> Result<ValueRef<'a>, Decode
             let mut prev = None;
             for _ in 0..n {
                 let k = r.read_key(&mut prev)?;
-                entries.push((k, read_ref(r, depth + 1)?));
+                entries.push((k, read_ref_item(r, depth + 1)?));
             }
             ValueRef::Map(MapRef::from_sorted(entries))
         }
@@ -82,6 +92,15 @@ fn read_ref<'a>(r: &mut Reader<'a>, depth: usize) -> Result<ValueRef<'a>, Decode
             _ => ValueRef::Null,
         },
     })
+}
+
+/// As [`read_ref_item`], into an owned value.
+#[inline(always)]
+fn read_owned_item(r: &mut Reader<'_>, depth: usize) -> Result<Value, DecodeError> {
+    match r.short_text() {
+        Some(text) => text.map(|t| Value::Text(t.to_owned())),
+        None => read_owned(r, depth),
+    }
 }
 
 fn read_owned(r: &mut Reader<'_>, depth: usize) -> Result<Value, DecodeError> {
@@ -101,7 +120,7 @@ fn read_owned(r: &mut Reader<'_>, depth: usize) -> Result<Value, DecodeError> {
             let n = r.container_len(arg, 1, start)?;
             let mut items = Vec::with_capacity(n);
             for _ in 0..n {
-                items.push(read_owned(r, depth + 1)?);
+                items.push(read_owned_item(r, depth + 1)?);
             }
             Value::List(items)
         }
@@ -114,7 +133,7 @@ fn read_owned(r: &mut Reader<'_>, depth: usize) -> Result<Value, DecodeError> {
             let mut prev = None;
             for _ in 0..n {
                 let k = r.read_key(&mut prev)?;
-                entries.push((k.to_owned(), read_owned(r, depth + 1)?));
+                entries.push((k.to_owned(), read_owned_item(r, depth + 1)?));
             }
             Value::Map(Map::from_sorted(entries))
         }
@@ -216,6 +235,16 @@ mod tests {
         bad.push(0xff);
         let e = decode(&bad).unwrap_err();
         assert_eq!((e.pos, e.kind), (25, DecodeErrorKind::Utf8));
+        // List items and map values take the fast path before the call
+        // into the general reader: same errors, same offsets.
+        let e = decode(&[0x82, 0x61, b'a', 0x62, b'b', 0xff]).unwrap_err();
+        assert_eq!((e.pos, e.kind), (5, DecodeErrorKind::Utf8));
+        let e = decode_owned(&[0xa1, 0x61, b'k', 0x63, b'v', b'w']).unwrap_err();
+        assert_eq!((e.pos, e.kind), (3, DecodeErrorKind::LengthPastEnd(3)));
+        assert_eq!(
+            decode(&[0x82, 0x61, b'a', 0x00]).unwrap(),
+            ValueRef::List(vec![ValueRef::Text("a"), ValueRef::Int(0)])
+        );
         // Keys: the same fast path, then the order check.
         assert_eq!(kind(&[0xa1, 0x62, 0xc3, 0x28, 0x01]), DecodeErrorKind::Utf8);
         let owned = decode_owned(&[0xa1, 0x62, 0xc3, 0xa9, 0x61, b'v']).unwrap();

@@ -29,8 +29,10 @@ pub struct Invalid {
     pub loc: Vec<Loc>,
     /// What was wrong.
     pub msg: String,
-    /// The refused value.
-    pub input: Value,
+    /// The refused value (boxed: with serde_json's `preserve_order`, which
+    /// a benches feature's peer crates turn on, a `Value` alone is 80 bytes
+    /// and every `Res` would carry it).
+    pub input: Box<Value>,
 }
 
 /// A parse's result: the value, or the field refused.
@@ -97,7 +99,7 @@ impl<'a> At<'a> {
             kind,
             loc: self.loc(),
             msg: msg.into(),
-            input: input.clone(),
+            input: Box::new(input.clone()),
         }
     }
 }
