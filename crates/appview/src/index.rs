@@ -20,7 +20,7 @@
 //! decoded records, and [`crate::rebuild`] does the same from an exported
 //! repository. Every page costs O(log n + limit): an offset is a rank.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use repo::car::CarSlice;
@@ -40,7 +40,7 @@ use crate::query::{
 use crate::record;
 use crate::rows::{Rows, Slot};
 use crate::run_page::RunPage;
-use crate::uuid::Uuid;
+use crate::uuid::{Uuid, UuidMap, UuidSet};
 
 /// A key of a time-ordered set: (time, id), then the run's slot in
 /// [`Rows`] (ids are unique, so the slot never decides the order; it is
@@ -98,11 +98,11 @@ impl Sets {
 /// and the same ordered sets.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Index {
-    pub(crate) flows: HashMap<Uuid, Arc<Flow>>,
+    pub(crate) flows: UuidMap<Arc<Flow>>,
     pub(crate) flow_names: BTreeMap<String, Arc<Flow>>,
     pub(crate) runs: Rows,
-    pub(crate) states: HashMap<Uuid, Arc<FlowRunState>>,
-    pub(crate) by_flow: HashMap<Uuid, HashSet<Uuid>>,
+    pub(crate) states: UuidMap<Arc<FlowRunState>>,
+    pub(crate) by_flow: UuidMap<UuidSet>,
     pub(crate) all: Sets,
     pub(crate) by_state: [Sets; 9],
 }
@@ -135,7 +135,7 @@ impl Index {
 
     /// Runs of flow `flow`.
     pub fn runs_of_flow(&self, flow: Uuid) -> usize {
-        self.by_flow.get(&flow).map_or(0, HashSet::len)
+        self.by_flow.get(&flow).map_or(0, UuidSet::len)
     }
 
     /// Every run, in no order (for loading the baselines).

@@ -17,12 +17,11 @@
 //! probe `examples/page_probe.rs`). The arena is compacted, in slot
 //! order, once more than half of it is text of replaced or deleted runs.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::model::FlowRun;
 use crate::run_page::{RunRow, RunView, push_text};
-use crate::uuid::Uuid;
+use crate::uuid::{Uuid, UuidMap};
 
 /// The arena is not compacted below this many bytes of dead text.
 const COMPACT_MIN: usize = 64 * 1024;
@@ -43,7 +42,7 @@ pub(crate) struct Rows {
     dead: usize,
     /// Slots emptied by deletes, taken again first.
     free: Vec<Slot>,
-    by_id: HashMap<Uuid, Slot>,
+    by_id: UuidMap<Slot>,
 }
 
 impl Rows {
@@ -213,7 +212,7 @@ mod tests {
     #[test]
     fn dense_rows_follow_every_version() {
         let mut rows = Rows::default();
-        let mut live: HashMap<u128, String> = HashMap::new();
+        let mut live: std::collections::HashMap<u128, String> = Default::default();
         for round in 0..40u128 {
             for i in 0..500u128 {
                 let name = "n".repeat(((i * 7 + round * 13) % 90) as usize);

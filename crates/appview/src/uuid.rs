@@ -3,9 +3,19 @@
 //! numeric order of the value is the order of that text, so "id
 //! descending" means the same thing in the index and in SQL.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use crate::error::AppviewError;
+
+/// Maps and sets keyed by [`Uuid`] (the index's runs, flows, states and
+/// runs per flow). Hashed with foldhash seeded per process rather than
+/// std's SipHash-1-3: a point read hashes two ids, and SipHash was the
+/// largest part of `appview.point_lookup/index`. Ids come from commits
+/// anyone can write, so the hash stays seeded (not the id's own bits).
+pub(crate) type UuidMap<V> = HashMap<Uuid, V, foldhash::fast::RandomState>;
+/// See [`UuidMap`].
+pub(crate) type UuidSet = HashSet<Uuid, foldhash::fast::RandomState>;
 
 /// A UUID as a 128-bit big-endian number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
