@@ -9,8 +9,11 @@ use crate::error::{Result, StoreError};
 use crate::rows::cid_from_sql;
 use crate::{Blob, BlobHead, Store};
 
-fn validate_mime(mime: &str) -> Result<()> {
-    let ok = mime.len() <= 255
+/// Whether `mime` is a concrete `type/subtype` (RFC 6838 token characters,
+/// parameters after `;` allowed, at most 255 bytes): what [`Store::put_blob`]
+/// accepts. A wildcard such as `*/*` is not one.
+pub fn is_valid_mime(mime: &str) -> bool {
+    mime.len() <= 255
         && mime.split_once('/').is_some_and(|(t, s)| {
             let tok = |x: &str| {
                 !x.is_empty()
@@ -18,8 +21,11 @@ fn validate_mime(mime: &str) -> Result<()> {
                         .all(|c| c.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&c))
             };
             tok(t) && tok(s.split(';').next().unwrap_or(""))
-        });
-    if ok {
+        })
+}
+
+fn validate_mime(mime: &str) -> Result<()> {
+    if is_valid_mime(mime) {
         Ok(())
     } else {
         Err(StoreError::InvalidMime(mime.to_owned()))

@@ -183,6 +183,7 @@ use repo::syntax::{TidGenerator, validate_did};
 use rusqlite::{Connection, OptionalExtension};
 
 pub use accounts::{ACCOUNT_STATUSES, AccountState};
+pub use blobs::is_valid_mime;
 pub use error::{Result, StoreError};
 pub use feed::EventFeed;
 pub use ownership::APPLICATION_ID;

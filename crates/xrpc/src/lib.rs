@@ -58,11 +58,19 @@
 //! response type or scope is supported and that the JWKS is empty: clients
 //! log in with `createSession` (`routes/well_known.rs`).
 //!
+//! # Deviation: an unrecognised blob keeps no wildcard type
+//!
+//! `uploadBlob` takes any `Content-Type` and sniffs the type from the
+//! bytes, as the reference does. Where nothing is recognised and the
+//! header is `*/*`, missing or no valid type, the reference stores the
+//! header's string; atpds stores `application/octet-stream` (`mime.rs`).
+//!
 //! # Modules
 //!
 //! | module | owns |
 //! |---|---|
 //! | `admission` | the heavy responses in flight, per client address and in total (429 / 503 past the caps), and the bytes their bodies hold |
+//! | `mime` | a blob's stored MIME type: sniffed from its bytes, else the declared concrete type |
 //! | `app` | the shared state: store, accounts, token keys, firehose, config-derived answers |
 //! | `net` | the listener, connections (limits, keep-alive), the runtime, graceful shutdown |
 //! | `request` | reading request bodies (capped), JSON bodies |
@@ -104,6 +112,7 @@ mod cors;
 mod crawl;
 mod error;
 mod firehose;
+mod mime;
 mod net;
 mod params;
 mod password;

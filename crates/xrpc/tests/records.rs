@@ -322,6 +322,56 @@ async fn blobs_upload_get_range_head_list_missing() {
         .expect_error(401, "AuthRequired");
 }
 
+/// uploadBlob takes any Content-Type (the lexicon's encoding is `*/*`):
+/// the stored type is sniffed from the bytes first, as the reference PDS
+/// does, and getBlob serves it.
+#[tokio::test]
+async fn upload_blob_sniffs_the_type_whatever_the_header_says() {
+    let s = start();
+    let (did, tok, _) = s.account("gus.test").await;
+    let auth = format!("Bearer {tok}");
+    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0".to_vec();
+    png.extend_from_slice(&[7; 64]);
+    let mut jpeg = b"\xff\xd8\xff\xe0\0\x10JFIF\0\x01\x01\0\0\x01\0\x01\0\0".to_vec();
+    jpeg.extend_from_slice(&[9; 64]);
+    let cases: [(&[u8], Option<&str>, &str); 5] = [
+        (&png, Some("*/*"), "image/png"),
+        (&jpeg, None, "image/jpeg"),
+        (&jpeg, Some("image/png"), "image/jpeg"),
+        (
+            b"plain words, no magic",
+            Some("*/*"),
+            "application/octet-stream",
+        ),
+        (b"other words, no magic", Some("text/plain"), "text/plain"),
+    ];
+    for (bytes, declared, want) in cases {
+        let mut headers = vec![("authorization", auth.as_str())];
+        if let Some(d) = declared {
+            headers.push(("content-type", d));
+        }
+        let up = s
+            .request(
+                Method::POST,
+                "/xrpc/com.atproto.repo.uploadBlob",
+                &headers,
+                Bytes::from(bytes.to_vec()),
+            )
+            .await
+            .ok_json();
+        assert_eq!(up["blob"]["mimeType"], want, "declared {declared:?}");
+        let cid = up["blob"]["ref"]["$link"].as_str().unwrap();
+        let got = s
+            .get(&format!(
+                "/xrpc/com.atproto.sync.getBlob?did={did}&cid={cid}"
+            ))
+            .await;
+        assert_eq!(got.status, 200);
+        assert_eq!(got.body, bytes);
+        assert_eq!(got.headers["content-type"], want, "declared {declared:?}");
+    }
+}
+
 #[tokio::test]
 async fn sync_reads_repo_car_proof_status_list() {
     let s = start();

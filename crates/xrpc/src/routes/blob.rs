@@ -21,13 +21,11 @@ use crate::response::{Body, end_page, ok, push_cid};
 /// `com.atproto.repo.uploadBlob`.
 pub async fn upload_blob(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResult<Response<Body>> {
     let did = app.access_did(parts)?;
-    let mime = parts
+    let declared = parts
         .headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/octet-stream")
-        .trim()
-        .to_owned();
+        .map(str::to_owned);
     // Rate limits are charged before the body is read, as in the
     // reference PDS.
     app.charge(parts, crate::rate_limit::Charge::UploadBlob)?;
@@ -35,6 +33,9 @@ pub async fn upload_blob(app: &Arc<App>, parts: &Parts, body: Incoming) -> XResu
     // store: the bytes are not copied again on the way.
     let bytes = read_body(app, parts, body, app.config.blob_upload_limit).await?;
     let size = bytes.len();
+    // Any Content-Type is taken (`*/*` is the lexicon's encoding); the
+    // stored type comes from the bytes first (crate::mime).
+    let mime = crate::mime::blob_mime(declared.as_deref(), &bytes);
     let mime2 = mime.clone();
     // A store write (it takes the store's writer), never inline: it may
     // copy megabytes.
