@@ -144,17 +144,33 @@ pub fn python_skip_reason() -> Option<String> {
 
 /// Installs the peer's packages from its lock file when they are missing or
 /// older than the lock file (`npm ci`), printing one progress line.
+///
+/// Installs of one folder are serialised by an exclusive lock on
+/// `<target>/atbench/peers-install-<folder>.lock` (held across threads and
+/// processes: two tests that start the same peer at once would otherwise run
+/// two `npm ci` in one `node_modules`, and one of them fails). The second
+/// caller waits, then finds the install done.
 pub fn ensure_installed(peer: Peer) -> Result<(), String> {
     let dir = peers_dir().join(peer.folder);
     let lock = dir.join("package-lock.json");
     let installed = dir.join("node_modules").join(".package-lock.json");
     let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     let lock_time = modified(&lock).ok_or_else(|| format!("{} is missing", lock.display()))?;
-    if modified(&installed).is_some_and(|t| t >= lock_time) {
+    let up_to_date = || modified(&installed).is_some_and(|t| t >= lock_time);
+    if up_to_date() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(sidecar::atbench_dir()).map_err(|e| e.to_string())?;
+    let guard_path = sidecar::atbench_dir().join(format!("peers-install-{}.lock", peer.folder));
+    let guard = std::fs::File::create(&guard_path)
+        .map_err(|e| format!("cannot write {}: {e}", guard_path.display()))?;
+    guard
+        .lock()
+        .map_err(|e| format!("cannot lock {}: {e}", guard_path.display()))?;
+    if up_to_date() {
         return Ok(());
     }
     let log_path = sidecar::atbench_dir().join(format!("peers-install-{}.log", peer.folder));
-    std::fs::create_dir_all(sidecar::atbench_dir()).map_err(|e| e.to_string())?;
     let log = std::fs::File::create(&log_path)
         .map_err(|e| format!("cannot write {}: {e}", log_path.display()))?;
     let log_err = log.try_clone().map_err(|e| e.to_string())?;
