@@ -7,6 +7,14 @@
 //! stale answer costs a retry, never a lost update); `list` always reads
 //! the refs (one request), and the repository record (HEAD) when it is
 //! not cached.
+//!
+//! `HEAD` is handled as git's own transports handle it: `list` names it
+//! (as `upload-pack` advertises it), `list for-push` does not (as
+//! `receive-pack` does not), so `git push --mirror` never asks to delete
+//! it. The remote HEAD is the repository record's `head`, set by the first
+//! push. A push line whose destination is not a full ref name (`HEAD`, or
+//! anything outside `refs/`) is refused for that ref alone, in git's
+//! per-ref `error` shape, rather than failing the batch.
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -63,6 +71,23 @@ fn set_option(o: &mut Opts, name: &str, value: &str) -> &'static str {
         _ => return "unsupported",
     }
     "ok"
+}
+
+type Refused = (String, std::result::Result<(), String>);
+
+/// A `push` line's command, or its per-ref refusal when the destination
+/// is not a full ref name; `Err` only for a line git would never send.
+fn push_line(rest: &str) -> Result<std::result::Result<PushCmd, Refused>> {
+    match PushCmd::parse(rest) {
+        Ok(c) => Ok(Ok(c)),
+        Err(e) => match rest.rsplit_once(':') {
+            Some((_, dst)) if !dst.is_empty() && !dst.contains(char::is_whitespace) => Ok(Err((
+                dst.to_owned(),
+                Err("not a full ref name (knot keeps refs/* only)".into()),
+            ))),
+            _ => Err(e),
+        },
+    }
 }
 
 /// Runs the protocol for `url` until git closes stdin.
@@ -136,7 +161,9 @@ pub fn run(url: &str, input: impl BufRead, output: &mut impl Write) -> Result<Ex
                 for (name, c) in &refs {
                     s.push_str(&format!("{} {name}\n", c.record.target));
                 }
-                if let Some(h) = head.head.filter(|h| refs.contains_key(h)) {
+                // receive-pack advertises no HEAD: a mirror push would
+                // otherwise delete it.
+                if let Some(h) = head.head.filter(|h| !for_push && refs.contains_key(h)) {
                     s.push_str(&format!("@{h} HEAD\n"));
                 }
                 s.push('\n');
@@ -168,12 +195,16 @@ pub fn run(url: &str, input: impl BufRead, output: &mut impl Write) -> Result<Ex
             w(output, "\n")?;
         } else if line.starts_with("push ") {
             let mut cmds = Vec::new();
+            let mut refused: Vec<Refused> = Vec::new();
             let mut l = Some(line);
             while let Some(cur) = l.filter(|s| !s.is_empty()) {
                 let rest = cur
                     .strip_prefix("push ")
                     .ok_or_else(|| KnotError::Protocol(format!("{cur:?} inside a push batch")))?;
-                cmds.push(PushCmd::parse(rest)?);
+                match push_line(rest)? {
+                    Ok(c) => cmds.push(c),
+                    Err(r) => refused.push(r),
+                }
                 l = lines
                     .next()
                     .transpose()
@@ -181,7 +212,10 @@ pub fn run(url: &str, input: impl BufRead, output: &mut impl Write) -> Result<Ex
             }
             let popts = opts.push.clone();
             let r = remote!();
-            let outcome = rt.block_on(async {
+            let mut outcome = rt.block_on(async {
+                if cmds.is_empty() {
+                    return Ok(crate::push::PushOutcome::default());
+                }
                 let o = match crate::gateway::client::configured() {
                     Some(gw) if crate::gateway::client::eligible(&cmds, &popts) => {
                         crate::gateway::client::push(r, &gw, cmds, &popts).await
@@ -194,6 +228,7 @@ pub fn run(url: &str, input: impl BufRead, output: &mut impl Write) -> Result<Ex
                 let o = o?;
                 saved.map(|()| o)
             })?;
+            outcome.statuses.extend(refused);
             let mut s = String::new();
             for (dst, st) in &outcome.statuses {
                 match st {
@@ -265,6 +300,15 @@ mod tests {
         );
         assert_eq!(o.push.cas.get("refs/heads/x"), Some(&Some("a".repeat(40))));
         assert_eq!(set_option(&mut o, "depth", "1"), "unsupported");
+    }
+
+    #[test]
+    fn push_lines_outside_refs_are_refused_per_ref() {
+        assert!(push_line("+refs/heads/a:refs/heads/a").unwrap().is_ok());
+        let (dst, why) = push_line(":HEAD").unwrap().unwrap_err();
+        assert_eq!(dst, "HEAD");
+        assert!(why.unwrap_err().contains("full ref name"));
+        assert!(push_line("refs/heads/a").is_err());
     }
 
     #[test]

@@ -305,3 +305,47 @@ fn a_pack_of_several_parts_round_trips() {
     assert_eq!(std::fs::read(b.join("blob.bin")).unwrap(), bytes);
     sb.git(&b, &["fsck", "--no-progress"]);
 }
+
+/// `git push --mirror` to a new remote and to an existing one (a branch
+/// added, one deleted, a tag moved by force), then `git clone --mirror`
+/// back: every ref equal. The remote's `HEAD` is never a push target.
+#[test]
+fn push_mirror_new_and_existing_then_clone_mirror() {
+    let (pds, did, sb) = signed_in("mirror.test");
+    let u = url(&pds.url, &did, "m");
+    let a = sb.init("a");
+    let c1 = sb.commit(&a, "one.txt", "one\n");
+    sb.git(&a, &["branch", "topic"]);
+    sb.git(&a, &["branch", "gone"]);
+    sb.git(&a, &["tag", "v1"]);
+    sb.git(&a, &["tag", "-a", "-m", "release", "v2"]);
+    let refs =
+        |dir: &std::path::Path| sb.git(dir, &["for-each-ref", "--format=%(objectname) %(refname)"]);
+
+    // To a new remote.
+    let o = sb.try_git(&a, &["push", "--mirror", &u]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    sb.git(sb.home.path(), &["clone", "-q", "--mirror", &u, "m1.git"]);
+    assert_eq!(refs(&sb.path("m1.git")), refs(&a));
+    assert_eq!(
+        sb.git(&sb.path("m1.git"), &["symbolic-ref", "HEAD"]),
+        "refs/heads/main"
+    );
+
+    // To the existing remote: one branch more, one less, a tag moved.
+    let c2 = sb.commit(&a, "two.txt", "two\n");
+    sb.git(&a, &["branch", "-D", "gone"]);
+    sb.git(&a, &["branch", "added", &c1]);
+    sb.git(&a, &["tag", "-f", "v1", &c2]);
+    let o = sb.try_git(&a, &["push", "--mirror", &u]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Nothing left to do: a second mirror push is a no-op that succeeds.
+    let o = sb.try_git(&a, &["push", "--mirror", &u]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    sb.git(sb.home.path(), &["clone", "-q", "--mirror", &u, "m2.git"]);
+    let m2 = sb.path("m2.git");
+    assert_eq!(refs(&m2), refs(&a));
+    assert!(!refs(&m2).contains("refs/heads/gone"));
+    sb.git(&m2, &["fsck", "--no-progress"]);
+    let _ = c2;
+}
