@@ -1,18 +1,18 @@
 //! `--atomic` pushes: the current commit, the refs as of it, and every
 //! write (the pack record, a new repository record, each ref) in one
 //! `applyWrites` guarded by `swapCommit`; a moved commit starts over
-//! without uploading again. The checks are `push.rs`'s.
+//! without uploading again. The checks are `push.rs`'s; each round's pack
+//! lists come from that round's listing (`land.rs`).
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
 use crate::error::Result;
+use crate::land::PackSet;
 use crate::names::{pack_rkey, ref_rkey};
 use crate::push::{Plan, PushOutcome, Verdict, invalid_swap, is_rate_limit, verdict};
-use crate::records::{
-    PACK_NSID, PackEntry, PackRecord, REF_NSID, REPO_NSID, RefRecord, RepoRecord,
-};
+use crate::records::{PACK_NSID, PackRecord, REF_NSID, REPO_NSID, RefRecord, RepoRecord};
 use crate::remote::Remote;
 use crate::state::{CachedRef, CachedRepo};
 
@@ -24,7 +24,7 @@ pub(crate) async fn atomic(
     plans: &[(usize, Plan)],
     status: &mut [Option<std::result::Result<(), String>>],
     pack: Option<&PackRecord>,
-    entries_for: &dyn Fn(&str) -> Vec<PackEntry>,
+    set: &PackSet,
     head: Option<String>,
     now: &str,
     out: &mut PushOutcome,
@@ -70,7 +70,7 @@ pub(crate) async fn atomic(
                                 name: p.dst.clone(),
                                 target: new.clone(),
                                 previous: cur.map(|c| c.record.target.clone()),
-                                packs: entries_for(new),
+                                packs: set.rebuilt(new, cur, Some(&refs)),
                             };
                             let kind = if cur.is_some() { "update" } else { "create" };
                             writes.push(json!({"$type": format!("com.atproto.repo.applyWrites#{kind}"),

@@ -92,6 +92,7 @@
 //! | [`upload`] | pack-objects streamed into uploaded parts |
 //! | [`push`] | the push batch: checks, points, CAS, leases |
 //! | `atomic` | `--atomic`: one `applyWrites` under `swapCommit` |
+//! | `land` | the pack list a ref write names, rebuilt from what was read last |
 //! | [`fetch`] | the packs a fetch lacks, streamed into index-pack |
 //! | [`compact`] | `knot compact`: packs folded into one within a budget, resumable |
 //! | [`helper`] | the gitremote-helpers protocol |
@@ -110,6 +111,7 @@ pub mod gateway;
 pub mod git;
 pub mod helper;
 pub mod identity;
+mod land;
 pub mod names;
 pub mod preconnect;
 pub mod proxy;

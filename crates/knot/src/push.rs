@@ -11,6 +11,7 @@ use futures_util::future::join_all;
 
 use crate::error::{KnotError, RateLimit, Result};
 use crate::git;
+use crate::land::PackSet;
 use crate::names::{pack_rkey, ref_rkey};
 use crate::records::{
     PACK_NSID, PackEntry, PackRecord, REF_NSID, REPO_NSID, RefRecord, RepoRecord,
@@ -350,31 +351,19 @@ pub async fn push(
         prerequisites: negatives.clone(),
         tips: positives.clone(),
     });
-    // Every updated ref: this pack, then what the tips it builds on need.
-    let base_entries: Vec<PackEntry> = {
-        let mut seen = HashSet::new();
-        base.iter()
-            .flat_map(|r| r.record.packs.iter())
-            .filter(|e| seen.insert(e.pack.clone()))
-            .cloned()
-            .collect()
+    // Every updated ref: this pack, then what the tips it builds on need
+    // (rebuilt from the records read again when a swap fails: land.rs).
+    let set = PackSet {
+        pack: pack.as_ref().map(|p| p.sha256.clone()),
+        prereqs: {
+            let mut seen = HashSet::new();
+            base.iter()
+                .filter(|r| seen.insert(r.record.target.clone()))
+                .map(|r| (r.record.target.clone(), r.record.packs.clone()))
+                .collect()
+        },
     };
-    let entries_for = |new: &str| -> Vec<PackEntry> {
-        let mut v = Vec::with_capacity(base_entries.len() + 1);
-        if let Some(p) = &pack {
-            v.push(PackEntry {
-                pack: p.sha256.clone(),
-                tip: new.to_owned(),
-            });
-        }
-        v.extend(
-            base_entries
-                .iter()
-                .filter(|e| pack.as_ref().is_none_or(|p| p.sha256 != e.pack))
-                .cloned(),
-        );
-        v
-    };
+    let entries_for = |new: &str| set.first(new);
     let now = crate::now_iso();
     let head_choice = || -> String {
         let pushed: Vec<&str> = plans
@@ -403,7 +392,7 @@ pub async fn push(
             &plans,
             &mut status,
             pack.as_ref(),
-            &entries_for,
+            &set,
             creates_repo.then(head_choice),
             &now,
             &mut out,
@@ -479,10 +468,12 @@ pub async fn push(
     }
 
     let r: &Remote = remote;
+    // Read once for the whole batch, when a first swap fails.
+    let listed = tokio::sync::OnceCell::new();
+    let (set, listed) = (&set, &listed);
     let results = join_all(plans.iter().map(|(_, p)| {
         let cached = refs.get(&p.dst).cloned();
-        let entries = p.new.as_deref().map(entries_for);
-        async move { write_ref(r, p, cached, entries).await }
+        async move { write_ref(r, p, cached, set, listed).await }
     }))
     .await;
     let single = plans.len() == 1;
@@ -573,25 +564,38 @@ async fn one_write(
     }
 }
 
-/// One ref's compare-and-swap, retried after failed swaps.
+/// One ref's compare-and-swap, retried after failed swaps. Each retry
+/// rebuilds the whole record from what it read again: the swap CID, the
+/// `previous` target and the pack list (`land.rs`), never the first
+/// read's.
 async fn write_ref(
     r: &Remote,
     p: &Plan,
     cached: Option<CachedRef>,
-    entries: Option<Vec<PackEntry>>,
+    set: &PackSet,
+    listed: &tokio::sync::OnceCell<Option<BTreeMap<String, CachedRef>>>,
 ) -> RefResult {
     let rkey = ref_rkey(&r.repo, &p.dst);
     let mut current = cached;
+    let mut reread = false;
     for _ in 0..8 {
         let swap_cid = current.as_ref().map(|c| c.cid.clone());
-        let result = match (&p.new, &entries) {
-            (Some(new), Some(entries)) => {
+        let result = match &p.new {
+            Some(new) => {
+                let packs = if reread {
+                    let listed = listed
+                        .get_or_init(|| async { r.list_refs().await.ok() })
+                        .await;
+                    set.rebuilt(new, current.as_ref(), listed.as_ref())
+                } else {
+                    set.first(new)
+                };
                 let rec = RefRecord {
                     repo: r.repo.clone(),
                     name: p.dst.clone(),
                     target: new.clone(),
                     previous: current.as_ref().map(|c| c.record.target.clone()),
-                    packs: entries.clone(),
+                    packs,
                 };
                 let swap = swap_cid.map_or(Swap::Absent, Swap::At);
                 r.put_record_commit(REF_NSID, &rkey, &rec.to_value(), &swap)
@@ -623,6 +627,7 @@ async fn write_ref(
         // next names the target it replaces as `previous`, and a CID does
         // not say which target that is (the cached one is stale).
         let seen = swap_from_message(message);
+        reread = true;
         current = match seen {
             Some(None) => None,
             _ => match r.read_ref(&p.dst).await {

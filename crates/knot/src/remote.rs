@@ -252,6 +252,15 @@ impl Remote {
     /// Every ref record of the repository (paged `listRecords` from the
     /// repository's key prefix, ascending); refreshes the cache.
     pub async fn read_refs(&mut self) -> Result<BTreeMap<String, CachedRef>> {
+        let out = self.list_refs().await?;
+        self.state.refs = Some(out.clone());
+        self.state.refs_read_at = Some(state::unix_now());
+        Ok(out)
+    }
+
+    /// Every ref record of the repository, read now (the cache is left
+    /// as it is: [`Remote::read_refs`] refreshes it).
+    pub async fn list_refs(&self) -> Result<BTreeMap<String, CachedRef>> {
         const OP: &str = "com.atproto.repo.listRecords";
         let prefix = ref_prefix(&self.repo);
         let mut cursor = prefix.clone();
@@ -308,8 +317,6 @@ impl Remote {
                 _ => break,
             }
         }
-        self.state.refs = Some(out.clone());
-        self.state.refs_read_at = Some(state::unix_now());
         Ok(out)
     }
 

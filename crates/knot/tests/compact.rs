@@ -304,3 +304,99 @@ fn a_push_racing_the_compaction_is_not_lost() {
     }
     proj.check_clone(&a, "after2");
 }
+
+/// Push, compact, push again within `KNOT_REFS_TTL` from a clone whose
+/// listing predates the compaction: the swap fails on the stale CID, and
+/// the write rebuilt from the record read again names the compacted pack,
+/// not the folded ones it had cached (issue 55 item 2).
+#[test]
+fn a_push_soon_after_compact_keeps_the_compacted_pack() {
+    let proj = Proj::new("keep.test");
+    let Proj { sb, u, .. } = &proj;
+    let a = proj.history(3);
+    sb.git(sb.home.path(), &["clone", "-q", u, "b"]);
+    let b = sb.path("b");
+    let o = proj.compact(&a, &sb.path("st"), &["--grace", "0"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let compacted = proj.packs("refs/heads/main");
+    assert_eq!(compacted.len(), 1);
+    sb.commit(&b, "b.txt", "b\n");
+    sb.git(&b, &["push", "-q", "origin", "main"]);
+    let after = proj.packs("refs/heads/main");
+    assert_eq!(after.len(), 2, "{after:?}");
+    assert_eq!(
+        after[1], compacted[0],
+        "the compaction was undone: {after:?}"
+    );
+    assert!(after.iter().all(|p| proj.has_pack(p)));
+    sb.git(sb.home.path(), &["clone", "-q", u, "check"]);
+    let check = sb.path("check");
+    sb.git(&check, &["fsck", "--strict"]);
+    assert_eq!(sb.rev(&check, "HEAD"), sb.rev(&b, "main"));
+}
+
+/// The same with a second writer between the read again and the swap: a
+/// proxy in front of the PDS lands another clone's push on `main` just
+/// before the forced push's second ref write. That swap fails too; the
+/// third write, rebuilt again, names the pushed-over target as `previous`
+/// and still the compacted pack.
+#[test]
+fn a_second_writer_between_the_read_and_the_swap() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use support::fault::{Action, FaultProxy, method};
+
+    let proj = Proj::new("twice.test");
+    let Proj { sb, u, did, pds } = &proj;
+    let a = proj.history(3);
+    let ref_writes = Arc::new(AtomicUsize::new(0));
+    let seen = ref_writes.clone();
+    let second: Arc<std::sync::Mutex<Option<std::process::Command>>> = Default::default();
+    let run_second = second.clone();
+    let proxy = FaultProxy::start(
+        Some(pds.url.clone()),
+        Arc::new(move |p, body| {
+            let is_ref_write = method(p) == "com.atproto.repo.putRecord"
+                && String::from_utf8_lossy(body).contains(REF_NSID);
+            if is_ref_write
+                && seen.fetch_add(1, Ordering::SeqCst) == 1
+                && let Some(mut k) = run_second.lock().unwrap().take()
+            {
+                let o = k.output().unwrap();
+                assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            }
+            Action::Forward
+        }),
+    );
+    // b: its listing (through the proxy) predates the compaction.
+    let pu = url(&proxy.url, did, "proj");
+    sb.git(sb.home.path(), &["clone", "-q", &pu, "b"]);
+    let b = sb.path("b");
+    let b_tip = sb.commit(&b, "b.txt", "b\n");
+    let o = proj.compact(&a, &sb.path("st"), &["--grace", "0"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let compacted = proj.packs("refs/heads/main");
+    assert_eq!(compacted.len(), 1);
+    // c: the second writer, straight to the PDS, run by the proxy just
+    // before b's second ref write.
+    sb.git(sb.home.path(), &["clone", "-q", u, "c"]);
+    let c = sb.path("c");
+    let c_tip = sb.commit(&c, "c.txt", "c\n");
+    *second.lock().unwrap() = Some(sb.cmd(&c, &["push", "-q", "origin", "main"]));
+    let o = sb.try_git(&b, &["push", "-q", "--force", "origin", "main"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(ref_writes.load(Ordering::SeqCst) >= 3, "three ref writes");
+    let rec = pds
+        .record(did, REF_NSID, "proj:refs:heads:main")
+        .expect("main");
+    assert_eq!(rec["target"].as_str(), Some(b_tip.as_str()));
+    assert_eq!(rec["previous"].as_str(), Some(c_tip.as_str()));
+    let packs = proj.packs("refs/heads/main");
+    assert_eq!(packs.len(), 2, "{packs:?}");
+    assert_eq!(packs[1], compacted[0]);
+    assert!(packs.iter().all(|p| proj.has_pack(p)));
+    sb.git(sb.home.path(), &["clone", "-q", u, "check"]);
+    let check = sb.path("check");
+    sb.git(&check, &["fsck", "--strict"]);
+    assert_eq!(sb.rev(&check, "HEAD"), b_tip);
+}
