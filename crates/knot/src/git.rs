@@ -53,6 +53,28 @@ pub fn rev_parse(name: &str) -> Result<String> {
 /// Which of `oids` the local repository holds, in one `cat-file
 /// --batch-check`.
 pub fn have(oids: &[&str]) -> Result<Vec<bool>> {
+    Ok(batch_check(oids)?
+        .into_iter()
+        .map(|o| o.is_some())
+        .collect())
+}
+
+/// The object id each of `names` names locally (not peeled: a tag stays
+/// its tag object), in one `cat-file --batch-check` whatever their number;
+/// a name that names nothing is git's "src refspec … does not match any".
+pub fn rev_parse_many(names: &[&str]) -> Result<Vec<Result<String>>> {
+    Ok(batch_check(names)?
+        .into_iter()
+        .zip(names)
+        .map(|(o, n)| {
+            o.ok_or_else(|| gerr("rev-parse", format!("src refspec {n} does not match any")))
+        })
+        .collect())
+}
+
+/// One `cat-file --batch-check=%(objectname)` over `oids` (object ids or
+/// any revision): the object id each names, `None` when missing.
+fn batch_check(oids: &[&str]) -> Result<Vec<Option<String>>> {
     if oids.is_empty() {
         return Ok(Vec::new());
     }
@@ -94,7 +116,13 @@ pub fn have(oids: &[&str]) -> Result<Vec<bool>> {
     if lines.len() != oids.len() {
         return Err(gerr("cat-file", "answered a different number of lines"));
     }
-    Ok(lines.iter().map(|l| !l.ends_with(" missing")).collect())
+    Ok(lines
+        .iter()
+        .map(|l| {
+            let l = l.trim();
+            (l.len() >= 40 && l.bytes().all(|c| c.is_ascii_hexdigit())).then(|| l.to_owned())
+        })
+        .collect())
 }
 
 /// Whether `a` is an ancestor of (or equal to) `b`.

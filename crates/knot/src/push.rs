@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use futures_util::future::join_all;
+use futures_util::StreamExt;
 
 use crate::error::{KnotError, RateLimit, Result};
 use crate::git;
@@ -19,6 +19,10 @@ use crate::records::{
 use crate::remote::{Remote, Swap, swap_from_message};
 use crate::state::{CachedRef, CachedRepo, LastCommit};
 use crate::upload::{Uploaded, pack_and_upload};
+
+/// Ref writes in flight at once: memory and connections stay bounded
+/// whatever the number of refs a push moves.
+pub const REF_WRITES_IN_FLIGHT: usize = 8;
 
 /// One `push [+]<src>:<dst>` line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,14 +173,18 @@ pub async fn push(
     let mut out = PushOutcome::default();
     let mut plans: Vec<(usize, Plan)> = Vec::new();
     let mut status: Vec<Option<std::result::Result<(), String>>> = vec![None; cmds.len()];
+    // Every source resolved in one git process, whatever their number.
+    let srcs: Vec<&str> = cmds.iter().filter_map(|c| c.src.as_deref()).collect();
+    let mut resolved = git::rev_parse_many(&srcs)?.into_iter();
     for (i, c) in cmds.iter().enumerate() {
         let new = match &c.src {
-            Some(s) => match git::rev_parse(s) {
-                Ok(o) => Some(o),
-                Err(e) => {
+            Some(_) => match resolved.next() {
+                Some(Ok(o)) => Some(o),
+                Some(Err(e)) => {
                     status[i] = Some(Err(e.to_string()));
                     continue;
                 }
+                None => return Err(KnotError::Protocol("a source left unresolved".into())),
             },
             None => None,
         };
@@ -471,10 +479,13 @@ pub async fn push(
     // Read once for the whole batch, when a first swap fails.
     let listed = tokio::sync::OnceCell::new();
     let (set, listed) = (&set, &listed);
-    let results = join_all(plans.iter().map(|(_, p)| {
+    // At most REF_WRITES_IN_FLIGHT at once, in the batch's order.
+    let results: Vec<RefResult> = futures_util::stream::iter(plans.iter().map(|(_, p)| {
         let cached = refs.get(&p.dst).cloned();
         async move { write_ref(r, p, cached, set, listed).await }
     }))
+    .buffered(REF_WRITES_IN_FLIGHT)
+    .collect()
     .await;
     let single = plans.len() == 1;
     let mut last = None;
