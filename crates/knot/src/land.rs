@@ -15,7 +15,13 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use crate::records::PackEntry;
+use crate::error::{KnotError, RateLimit, Result};
+use crate::git;
+use serde_json::json;
+
+use crate::names::ref_rkey;
+use crate::records::{PackEntry, REF_NSID, RefRecord};
+use crate::remote::Remote;
 use crate::state::CachedRef;
 
 /// The parts of a ref write that do not depend on what the remote holds
@@ -84,6 +90,224 @@ impl PackSet {
                 .into_iter()
                 .chain(listed.into_iter().flat_map(|m| m.values())),
         )
+    }
+}
+
+/// What the checks say of one ref against the remote's current target.
+pub(crate) enum Verdict {
+    Go,
+    UpToDate,
+    Reject(&'static str),
+}
+
+pub(crate) struct Plan {
+    pub(crate) dst: String,
+    pub(crate) new: Option<String>,
+    pub(crate) force: bool,
+    pub(crate) lease: Option<Option<String>>,
+}
+
+/// The check of `plan` against the remote's current target.
+pub(crate) fn verdict(p: &Plan, current: Option<&str>) -> Result<Verdict> {
+    if let Some(expected) = &p.lease
+        && expected.as_deref() != current
+    {
+        return Ok(Verdict::Reject("stale info"));
+    }
+    let Some(new) = &p.new else {
+        return Ok(if current.is_none() {
+            Verdict::UpToDate
+        } else {
+            Verdict::Go
+        });
+    };
+    if current == Some(new.as_str()) {
+        return Ok(Verdict::UpToDate);
+    }
+    if p.lease.is_some() || p.force {
+        return Ok(Verdict::Go);
+    }
+    let Some(cur) = current else {
+        return Ok(Verdict::Go);
+    };
+    if p.dst.starts_with("refs/tags/") {
+        return Ok(Verdict::Reject("already exists"));
+    }
+    if !git::have(&[cur])?[0] {
+        return Ok(Verdict::Reject("fetch first"));
+    }
+    if !git::is_ancestor(cur, new)? {
+        return Ok(Verdict::Reject("non-fast forward"));
+    }
+    Ok(Verdict::Go)
+}
+
+pub(crate) fn is_rate_limit(e: &KnotError) -> Option<RateLimit> {
+    match e {
+        KnotError::RateLimited { limit, .. } => Some((**limit).clone()),
+        _ => None,
+    }
+}
+
+pub(crate) fn invalid_swap(e: &KnotError) -> Option<&str> {
+    match e {
+        KnotError::Xrpc { error, message, .. } if error == "InvalidSwap" => Some(message),
+        _ => None,
+    }
+}
+
+pub(crate) enum RefResult {
+    /// The record now (`None`: deleted) and the commit that wrote it.
+    Landed(Option<CachedRef>, Option<String>),
+    Rejected(&'static str),
+    Limited(RateLimit),
+    Failed(String),
+}
+
+/// Ref writes in one `applyWrites` (the reference PDS's limit).
+pub(crate) const BATCH_WRITES: usize = 200;
+
+/// Many ref writes at once: `applyWrites` of up to [`BATCH_WRITES`]
+/// writes under `swapCommit`. The commit is read first and the refs
+/// listed after it, so the checks made against the listing hold at that
+/// commit or the swap fails; a failed swap reads both again and rebuilds
+/// the batch (checks, `previous`, pack lists) from them. Each landed batch
+/// carries its own records forward under the commit it made, so an
+/// uncontended push of N refs costs one commit read, one listing and
+/// N/200 writes. Results are in `plans`' order.
+pub(crate) async fn batched(r: &Remote, plans: &[&Plan], set: &PackSet) -> Vec<RefResult> {
+    let mut out: Vec<Option<RefResult>> = plans.iter().map(|_| None).collect();
+    let mut view: Option<(String, BTreeMap<String, CachedRef>)> = None;
+    for (c, chunk) in plans.chunks(BATCH_WRITES).enumerate() {
+        let base = c * BATCH_WRITES;
+        let mut rounds = 0;
+        loop {
+            rounds += 1;
+            if rounds > 8 {
+                for (k, _) in chunk.iter().enumerate() {
+                    out[base + k] = Some(RefResult::Failed(
+                        "the repository kept moving; try again".into(),
+                    ));
+                }
+                break;
+            }
+            let (commit, refs) = match view.take() {
+                Some(v) => v,
+                None => {
+                    let read = async {
+                        Ok::<_, KnotError>((r.latest_commit().await?, r.list_refs().await?))
+                    };
+                    match read.await {
+                        Ok(v) => v,
+                        Err(e) => {
+                            for (k, _) in chunk.iter().enumerate() {
+                                out[base + k] = Some(fail(&e));
+                            }
+                            break;
+                        }
+                    }
+                }
+            };
+            let mut writes = Vec::new();
+            let mut pending: Vec<(usize, Option<RefRecord>)> = Vec::new();
+            for (k, p) in chunk.iter().enumerate() {
+                let cur = refs.get(&p.dst);
+                match verdict(p, cur.map(|c| c.record.target.as_str())) {
+                    Ok(Verdict::Go) => {}
+                    Ok(Verdict::UpToDate) => {
+                        out[base + k] = Some(RefResult::Landed(cur.cloned(), None));
+                        continue;
+                    }
+                    Ok(Verdict::Reject(why)) => {
+                        out[base + k] = Some(RefResult::Rejected(why));
+                        continue;
+                    }
+                    Err(e) => {
+                        out[base + k] = Some(RefResult::Failed(e.to_string()));
+                        continue;
+                    }
+                }
+                let rkey = ref_rkey(&r.repo, &p.dst);
+                match &p.new {
+                    Some(new) => {
+                        let rec = RefRecord {
+                            repo: r.repo.clone(),
+                            name: p.dst.clone(),
+                            target: new.clone(),
+                            previous: cur.map(|c| c.record.target.clone()),
+                            packs: set.rebuilt(new, cur, Some(&refs)),
+                        };
+                        let kind = if cur.is_some() { "update" } else { "create" };
+                        writes.push(json!({"$type": format!("com.atproto.repo.applyWrites#{kind}"),
+                                           "collection": REF_NSID, "rkey": rkey, "value": rec.to_value()}));
+                        pending.push((k, Some(rec)));
+                    }
+                    None => {
+                        writes.push(json!({"$type": "com.atproto.repo.applyWrites#delete",
+                                           "collection": REF_NSID, "rkey": rkey}));
+                        pending.push((k, None));
+                    }
+                }
+            }
+            if pending.is_empty() {
+                view = Some((commit, refs));
+                break;
+            }
+            match r.apply_writes_commit(writes, &commit).await {
+                Ok((cids, next)) => {
+                    let mut refs = refs;
+                    for ((k, rec), cid) in pending.into_iter().zip(cids) {
+                        let p = chunk[k];
+                        let landed = match (rec, cid) {
+                            (Some(record), Some(cid)) => {
+                                let c = CachedRef { cid, record };
+                                refs.insert(p.dst.clone(), c.clone());
+                                Some(c)
+                            }
+                            _ => {
+                                refs.remove(&p.dst);
+                                None
+                            }
+                        };
+                        out[base + k] = Some(RefResult::Landed(landed, None));
+                    }
+                    // Without the new commit's CID the next batch reads again.
+                    view = next.map(|n| (n, refs));
+                    break;
+                }
+                Err(e) if invalid_swap(&e).is_some() => {
+                    for (k, _) in &pending {
+                        out[base + k] = None;
+                    }
+                }
+                Err(e) => {
+                    for (k, _) in &pending {
+                        out[base + k] = Some(fail(&e));
+                    }
+                    if let RefResult::Limited(_) = fail(&e) {
+                        // Nothing more lands under this limit.
+                        for slot in out.iter_mut().skip(base + chunk.len()) {
+                            *slot = Some(fail(&e));
+                        }
+                        return out
+                            .into_iter()
+                            .map(|o| o.unwrap_or(RefResult::Failed("not pushed".into())))
+                            .collect();
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    out.into_iter()
+        .map(|o| o.unwrap_or(RefResult::Failed("not pushed".into())))
+        .collect()
+}
+
+fn fail(e: &KnotError) -> RefResult {
+    match is_rate_limit(e) {
+        Some(l) => RefResult::Limited(l),
+        None => RefResult::Failed(e.to_string()),
     }
 }
 

@@ -70,7 +70,12 @@
 //! one that write made (kept in the warm state), also writes the pack
 //! record and the ref in one `applyWrites` under that `swapCommit` (the
 //! commit guards the ref's record as `swapRecord` would); any other write
-//! in between fails the swap and the push takes the path above. Write points (the reference
+//! in between fails the swap and the push takes the path above. A push of
+//! more than 8 refs reads the account's commit, then lists the refs, and
+//! writes them in `applyWrites` of up to 200 under that `swapCommit`
+//! (checked against the listing; a moved commit reads both again and
+//! rebuilds the batch); fewer refs go one `putRecord` each, at most 8 in
+//! flight. Write points (the reference
 //! PDS's: create 3, update 2, delete 1; `putRecord` 2 even when it
 //! creates) are announced on stderr before the first write.
 //!

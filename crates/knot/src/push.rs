@@ -84,75 +84,7 @@ pub struct PushOutcome {
     pub points: u32,
 }
 
-pub(crate) enum Verdict {
-    Go,
-    UpToDate,
-    Reject(&'static str),
-}
-
-pub(crate) struct Plan {
-    pub(crate) dst: String,
-    pub(crate) new: Option<String>,
-    pub(crate) force: bool,
-    pub(crate) lease: Option<Option<String>>,
-}
-
-/// The check of `plan` against the remote's current target.
-pub(crate) fn verdict(p: &Plan, current: Option<&str>) -> Result<Verdict> {
-    if let Some(expected) = &p.lease
-        && expected.as_deref() != current
-    {
-        return Ok(Verdict::Reject("stale info"));
-    }
-    let Some(new) = &p.new else {
-        return Ok(if current.is_none() {
-            Verdict::UpToDate
-        } else {
-            Verdict::Go
-        });
-    };
-    if current == Some(new.as_str()) {
-        return Ok(Verdict::UpToDate);
-    }
-    if p.lease.is_some() || p.force {
-        return Ok(Verdict::Go);
-    }
-    let Some(cur) = current else {
-        return Ok(Verdict::Go);
-    };
-    if p.dst.starts_with("refs/tags/") {
-        return Ok(Verdict::Reject("already exists"));
-    }
-    if !git::have(&[cur])?[0] {
-        return Ok(Verdict::Reject("fetch first"));
-    }
-    if !git::is_ancestor(cur, new)? {
-        return Ok(Verdict::Reject("non-fast forward"));
-    }
-    Ok(Verdict::Go)
-}
-
-pub(crate) fn is_rate_limit(e: &KnotError) -> Option<RateLimit> {
-    match e {
-        KnotError::RateLimited { limit, .. } => Some((**limit).clone()),
-        _ => None,
-    }
-}
-
-pub(crate) fn invalid_swap(e: &KnotError) -> Option<&str> {
-    match e {
-        KnotError::Xrpc { error, message, .. } if error == "InvalidSwap" => Some(message),
-        _ => None,
-    }
-}
-
-enum RefResult {
-    /// The record now (`None`: deleted) and the commit that wrote it.
-    Landed(Option<CachedRef>, Option<String>),
-    Rejected(&'static str),
-    Limited(RateLimit),
-    Failed(String),
-}
+pub(crate) use crate::land::{Plan, RefResult, Verdict, invalid_swap, is_rate_limit, verdict};
 
 /// Pushes the batch.
 pub async fn push(
@@ -278,15 +210,19 @@ pub async fn push(
         _ => false,
     };
     let (mut points, mut parts_desc) = (0u32, Vec::new());
-    let (c_cost, u_cost) = if opts.atomic { (3, 2) } else { (2, 2) };
+    let mut kinds: BTreeMap<(&str, u32), u32> = BTreeMap::new();
+    // Many refs go in applyWrites batches (land.rs), where a create costs 3.
+    let batch = !opts.atomic && plans.len() > REF_WRITES_IN_FLIGHT;
+    let (c_cost, u_cost) = if opts.atomic || batch { (3, 2) } else { (2, 2) };
     if needs_pack {
-        let cost = if one_request { 3 } else { c_cost };
+        let cost = if one_request || opts.atomic { 3 } else { 2 };
         points += cost;
         parts_desc.push(format!("pack record {cost}"));
     }
     if creates_repo {
-        points += c_cost;
-        parts_desc.push(format!("repository record {c_cost}"));
+        let cost = if opts.atomic { 3 } else { 2 };
+        points += cost;
+        parts_desc.push(format!("repository record {cost}"));
     }
     for (_, p) in &plans {
         let (what, cost) = match (&p.new, refs.contains_key(&p.dst)) {
@@ -296,6 +232,15 @@ pub async fn push(
         };
         points += cost;
         parts_desc.push(format!("{what} {} {cost}", p.dst));
+        *kinds.entry((what, cost)).or_insert(0u32) += 1;
+    }
+    // Many refs: one summary (counts per kind); the per-ref list under
+    // KNOT_TRACE=1.
+    if plans.len() > REF_WRITES_IN_FLIGHT && std::env::var_os("KNOT_TRACE").is_none() {
+        parts_desc.truncate(parts_desc.len() - plans.len());
+        for ((what, cost), n) in &kinds {
+            parts_desc.push(format!("{n} ref {what}s x {cost}"));
+        }
     }
     out.points = points;
     eprintln!(
@@ -479,14 +424,20 @@ pub async fn push(
     // Read once for the whole batch, when a first swap fails.
     let listed = tokio::sync::OnceCell::new();
     let (set, listed) = (&set, &listed);
-    // At most REF_WRITES_IN_FLIGHT at once, in the batch's order.
-    let results: Vec<RefResult> = futures_util::stream::iter(plans.iter().map(|(_, p)| {
-        let cached = refs.get(&p.dst).cloned();
-        async move { write_ref(r, p, cached, set, listed).await }
-    }))
-    .buffered(REF_WRITES_IN_FLIGHT)
-    .collect()
-    .await;
+    // At most REF_WRITES_IN_FLIGHT at once, in the batch's order; more
+    // refs than that in applyWrites batches.
+    let results: Vec<RefResult> = if batch {
+        let ps: Vec<&Plan> = plans.iter().map(|(_, p)| p).collect();
+        crate::land::batched(r, &ps, set).await
+    } else {
+        futures_util::stream::iter(plans.iter().map(|(_, p)| {
+            let cached = refs.get(&p.dst).cloned();
+            async move { write_ref(r, p, cached, set, listed).await }
+        }))
+        .buffered(REF_WRITES_IN_FLIGHT)
+        .collect()
+        .await
+    };
     let single = plans.len() == 1;
     let mut last = None;
     let cache = remote.state.refs.get_or_insert_with(BTreeMap::new);

@@ -349,3 +349,38 @@ fn push_mirror_new_and_existing_then_clone_mirror() {
     sb.git(&m2, &["fsck", "--no-progress"]);
     let _ = c2;
 }
+
+/// More refs than the writes in flight: `applyWrites` batches of up to
+/// 200 under `swapCommit` (two batches here), every ref landed and equal
+/// in a mirror clone; a second push of the same refs is a no-op.
+#[test]
+fn many_refs_land_in_apply_writes_batches() {
+    let (pds, did, sb) = signed_in("many.test");
+    let u = url(&pds.url, &did, "many");
+    let a = sb.init("a");
+    let mut lines = String::new();
+    for i in 0..5 {
+        let c = sb.commit(&a, "f.txt", &format!("{i}\n"));
+        for j in 0..50 {
+            lines.push_str(&format!("create refs/tags/t{i}-{j} {c}\n"));
+        }
+    }
+    let mut up = sb.cmd(&a, &["update-ref", "--stdin"]);
+    up.stdin(std::process::Stdio::piped());
+    let mut child = up.spawn().unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), lines.as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+    let o = sb.try_git(&a, &["push", &u, "main", "--tags"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    // 251 creates at 3 (applyWrites), the pack and repository records at 2.
+    assert!(err.contains("757 write points"), "{err}");
+    assert!(err.contains("251 ref creates x 3"), "{err}");
+    let o = sb.try_git(&a, &["push", &u, "--tags"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    sb.git(sb.home.path(), &["clone", "-q", "--mirror", &u, "m.git"]);
+    let refs =
+        |dir: &std::path::Path| sb.git(dir, &["for-each-ref", "--format=%(objectname) %(refname)"]);
+    assert_eq!(refs(&sb.path("m.git")), refs(&a));
+    assert_eq!(refs(&a).lines().count(), 251);
+}
