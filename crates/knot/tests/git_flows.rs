@@ -384,3 +384,53 @@ fn many_refs_land_in_apply_writes_batches() {
     assert_eq!(refs(&sb.path("m.git")), refs(&a));
     assert_eq!(refs(&a).lines().count(), 251);
 }
+
+/// A batched push whose commit moves under it: another writer lands a
+/// branch just before the first `applyWrites`; the swap fails, the batch
+/// is rebuilt from the commit and listing read again, and both writers'
+/// refs stand.
+#[test]
+fn a_batch_whose_commit_moved_is_rebuilt() {
+    use std::sync::{Arc, Mutex};
+    use support::fault::{Action, FaultProxy, method};
+
+    let (pds, did, sb) = signed_in("moved.test");
+    let u = url(&pds.url, &did, "mv");
+    let a = sb.init("a");
+    let c1 = sb.commit(&a, "f.txt", "1\n");
+    sb.git(&a, &["push", "-q", &u, "main"]);
+    sb.git(sb.home.path(), &["clone", "-q", &u, "o"]);
+    let other = sb.path("o");
+    let c2 = sb.commit(&other, "g.txt", "2\n");
+    let second: Arc<Mutex<Option<std::process::Command>>> = Default::default();
+    *second.lock().unwrap() =
+        Some(sb.cmd(&other, &["push", "-q", "origin", "HEAD:refs/heads/other"]));
+    let run = second.clone();
+    let proxy = FaultProxy::start(
+        Some(pds.url.clone()),
+        Arc::new(move |p, _| {
+            if method(p) == "com.atproto.repo.applyWrites"
+                && let Some(mut k) = run.lock().unwrap().take()
+            {
+                let o = k.output().unwrap();
+                assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            }
+            Action::Forward
+        }),
+    );
+    let pu = url(&proxy.url, &did, "mv");
+    for i in 0..20 {
+        sb.git(&a, &["tag", &format!("t{i}")]);
+    }
+    let o = sb.try_git(&a, &["push", &pu, "--tags"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(second.lock().unwrap().is_none(), "the other writer ran");
+    let ls = sb.git(&a, &["ls-remote", &u]);
+    assert_eq!(
+        ls.lines().filter(|l| l.contains("refs/tags/")).count(),
+        20,
+        "{ls}"
+    );
+    assert!(ls.contains(&format!("{c2}\trefs/heads/other")), "{ls}");
+    assert!(ls.contains(&format!("{c1}\trefs/tags/t0")), "{ls}");
+}
