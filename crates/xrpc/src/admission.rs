@@ -32,6 +32,8 @@ pub fn is_heavy(method: &str) -> bool {
             | "com.atproto.sync.getRecord"
             | "com.atproto.sync.getBlocks"
             | "com.atproto.repo.listRecords"
+            | "com.atproto.space.getRepo"
+            | "com.atproto.space.getBlob"
     )
 }
 

@@ -28,6 +28,8 @@ use crate::params::Id;
 pub struct App {
     /// The store.
     pub store: Arc<Store>,
+    /// Permissioned data on the store's file (`spaces.rs`).
+    pub spaces: crate::spaces::Spaces,
     /// The account file.
     pub accounts: Accounts,
     /// Token signing and checks.
@@ -259,7 +261,10 @@ impl App {
             config.crawl_interval,
             proxy.client(),
         );
+        let spaces = crate::spaces::Spaces::open(&config.db, store.clone(), config.durable)
+            .map_err(ServerError::Startup)?;
         Ok(App {
+            spaces,
             stages,
             kdf: tokio::sync::Semaphore::new(config.read_threads.max(1)),
             dummy_hash,

@@ -125,6 +125,7 @@ mod response;
 mod routes;
 mod service_jwt;
 mod snapshot;
+mod spaces;
 mod stall;
 mod startup;
 mod stream;

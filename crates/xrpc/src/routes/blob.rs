@@ -156,6 +156,17 @@ pub async fn get_blob(app: &Arc<App>, parts: &Parts) -> XResult<Response<Body>> 
     let p = Params::parse(parts.uri.query())?;
     let did = p.did("did")?.to_owned();
     let cid = p.cid("cid")?;
+    serve_blob(app, parts, did, cid).await
+}
+
+/// `did`'s blob `cid`, whole or the request's `Range` (also
+/// `com.atproto.space.getBlob`'s answer once it checked the space).
+pub async fn serve_blob(
+    app: &Arc<App>,
+    parts: &Parts,
+    did: String,
+    cid: repo::Cid,
+) -> XResult<Response<Body>> {
     let head = parts.method == http::Method::HEAD;
     let range = parts
         .headers

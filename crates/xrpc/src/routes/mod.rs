@@ -12,6 +12,7 @@
 //! | `blob` | `repo.uploadBlob`, `repo.listMissingBlobs`, `sync.getBlob`, `sync.listBlobs` |
 //! | `well_known` | `/.well-known/did.json` (the server's did:web document), the OAuth discovery documents and `/oauth/jwks` |
 //! | `sync` | `com.atproto.sync.*` reads, `getBlocks` (the firehose is `subscribe.rs`) |
+//! | `space` | `com.atproto.space.*`, `com.atproto.simplespace.*` (permissioned data) |
 
 mod actor;
 mod app_passwords;
@@ -19,6 +20,7 @@ mod blob;
 mod repo;
 mod server;
 mod service_auth;
+mod space;
 mod sync;
 mod well_known;
 
@@ -332,6 +334,12 @@ async fn route(app: &Arc<App>, parts: &mut Parts, body: Incoming) -> XResult<Res
             check_method(m, Q)?;
             sync::list_repos(app, parts).await
         }
+        m_ if m_.starts_with("com.atproto.space.")
+            || m_.starts_with("com.atproto.simplespace.") =>
+        {
+            let method = method.to_owned();
+            space_route(app, parts, body, &method).await
+        }
         "com.atproto.sync.subscribeRepos" => {
             check_method(m, Q)?;
             crate::subscribe::upgrade(app, parts)
@@ -339,6 +347,77 @@ async fn route(app: &Arc<App>, parts: &mut Parts, body: Incoming) -> XResult<Res
         _ if crate::proxy::wants(app, parts, method) => {
             let nsid = method.to_owned();
             crate::proxy::forward(app, parts, body, &nsid).await
+        }
+        _ => Err(XrpcError::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "MethodNotImplemented",
+            "Method Not Implemented",
+        )),
+    }
+}
+
+/// The permissioned-data methods (`space.rs`).
+async fn space_route(
+    app: &Arc<App>,
+    parts: &Parts,
+    body: Incoming,
+    method: &str,
+) -> XResult<Response<Body>> {
+    use Kind::{Procedure as P, Query as Q};
+    use space::WriteKind as W;
+    let m = &parts.method;
+    match method {
+        "com.atproto.space.createSpace" | "com.atproto.simplespace.createSpace" => {
+            check_method(m, P)?;
+            space::create_space(app, parts, body).await
+        }
+        "com.atproto.simplespace.addMember" => {
+            check_method(m, P)?;
+            space::member(app, parts, body, true).await
+        }
+        "com.atproto.simplespace.removeMember" => {
+            check_method(m, P)?;
+            space::member(app, parts, body, false).await
+        }
+        "com.atproto.space.getSpaceCredential" => {
+            check_method(m, P)?;
+            space::get_credential(app, parts, body).await
+        }
+        "com.atproto.space.createRecord" => {
+            check_method(m, P)?;
+            space::write(app, parts, body, W::Create).await
+        }
+        "com.atproto.space.putRecord" => {
+            check_method(m, P)?;
+            space::write(app, parts, body, W::Put).await
+        }
+        "com.atproto.space.deleteRecord" => {
+            check_method(m, P)?;
+            space::write(app, parts, body, W::Delete).await
+        }
+        "com.atproto.space.getRecord" => {
+            check_method(m, Q)?;
+            space::get_record(app, parts).await
+        }
+        "com.atproto.space.listRecords" => {
+            check_method(m, Q)?;
+            space::list_records(app, parts).await
+        }
+        "com.atproto.space.listRepoOps" => {
+            check_method(m, Q)?;
+            space::list_repo_ops(app, parts).await
+        }
+        "com.atproto.space.getLatestCommit" => {
+            check_method(m, Q)?;
+            space::get_latest_commit(app, parts).await
+        }
+        "com.atproto.space.getRepo" => {
+            check_method(m, Q)?;
+            space::get_repo(app, parts).await
+        }
+        "com.atproto.space.getBlob" => {
+            check_method(m, Q)?;
+            space::get_blob(app, parts).await
         }
         _ => Err(XrpcError::new(
             StatusCode::NOT_IMPLEMENTED,

@@ -17,6 +17,13 @@ pub fn did_json(app: &Arc<App>) -> Response<Body> {
     let doc = serde_json::json!({
         "@context": ["https://www.w3.org/ns/did/v1"],
         "id": format!("did:web:{}", app.config.hostname),
+        // The space host's KEM key (E4 syncers encapsulate to it).
+        "verificationMethod": [{
+            "id": "#atproto_kem",
+            "type": "Multikey",
+            "controller": format!("did:web:{}", app.config.hostname),
+            "publicKeyMultibase": app.spaces.kem.did_key().trim_start_matches("did:key:"),
+        }],
         "service": [{
             "id": "#atproto_pds",
             "type": "AtprotoPersonalDataServer",
