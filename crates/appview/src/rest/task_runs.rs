@@ -1,0 +1,684 @@
+//! The task-run routes and the one write path every task-run state takes
+//! ([`record_state`]: a `prefect.task-run.*` event from `/events/in`, a
+//! `POST /task_runs/`, a `set_state`), each a signed commit of the task
+//! run's record and its new state's (`crate::task_run`).
+//!
+//! | route | answer |
+//! |---|---|
+//! | `POST /api/task_runs/` | the task run of that (flow run, `task_key`, `dynamic_key`) when there is one (200), else a new one in the body's state or PENDING (201) |
+//! | `GET /api/task_runs/{id}` | the task run with its state, or 404 `Task not found` |
+//! | `POST /api/task_runs/{id}/set_state` | `ACCEPT` (201), or `ABORT` (200) when leaving a terminal state without `force` |
+//! | `POST /api/task_runs/filter` | `flow_runs.id.any_`, `task_runs.id.any_`, `task_runs.name.any_`, `task_runs.state.type.any_`, `task_runs.flow_run_id.any_`/`is_null_`; sorts `ID_DESC` (default), `EXPECTED_START_TIME_ASC`/`_DESC`, `NAME_ASC`/`_DESC`, `END_TIME_DESC`; `limit` (at most 200), `offset` |
+//! | `POST /api/task_runs/count` | the count of the same filter |
+//!
+//! Ordering: a state whose timestamp is older than the run's current
+//! state is kept in the history but does not move the run (Prefect's
+//! recorder keeps the newest state current). An event seen again (the
+//! client resends the events a checkpoint did not confirm) writes
+//! nothing: its id is the state's record key. A filter field outside the
+//! list is refused with 422 in Prefect's shape, naming it.
+
+use serde_json::{Map, Value, json};
+
+use crate::app::AppView;
+use crate::error::AppviewError;
+use crate::model::StateType;
+use crate::rest::routes::{Reply, TaskRoute};
+use crate::rest::time;
+use crate::task_run::{TASK_RUN_NSID, TASK_STATE_NSID, TaskRun, TaskRunState};
+use crate::uuid::Uuid;
+use store::RecordWrite;
+
+/// Task-run fields the server owns, never taken from a client's body.
+const SERVER_FIELDS: [&str; 10] = [
+    "id",
+    "created",
+    "updated",
+    "flow_run_id",
+    "state_id",
+    "state_type",
+    "state_name",
+    "state",
+    "estimated_run_time",
+    "estimated_start_time_delta",
+];
+
+/// One state to record for task run `run_id`.
+pub(crate) struct StateIn {
+    /// The state's id (the event's id).
+    pub id: Uuid,
+    /// When (µs).
+    pub timestamp: i64,
+    /// `type`, `name`, `message`, `state_details`, `data` as sent.
+    pub state: Map<String, Value>,
+}
+
+/// What a record did.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Recorded {
+    /// Committed; whether the run's current state moved.
+    Committed(bool),
+    /// The state was already recorded (a resent event).
+    Duplicate,
+}
+
+fn id_text(id: Uuid) -> Value {
+    Value::from(id.to_string())
+}
+
+/// Records `st` for the task run `run_id` (created when new) with the
+/// run's fields `fields` (the event's `payload.task_run`), under flow run
+/// `flow_run`: one signed commit.
+pub(crate) fn record_state(
+    app: &AppView,
+    run_id: Uuid,
+    flow_run: Option<Uuid>,
+    fields: &Map<String, Value>,
+    st: StateIn,
+) -> Result<Recorded, AppviewError> {
+    let mut outcome = Recorded::Duplicate;
+    app.commit_with(|index| {
+        let tasks = index.tasks();
+        if tasks.state(st.id).is_some() {
+            return Ok(None);
+        }
+        let existing = tasks.get(run_id);
+        let now = time::now_us();
+        let mut body = existing.map(|r| r.body.clone()).unwrap_or_default();
+        for (k, v) in fields {
+            if !SERVER_FIELDS.contains(&k.as_str()) {
+                body.insert(k.clone(), v.clone());
+            }
+        }
+        body.insert("id".into(), id_text(run_id));
+        let created = existing
+            .and_then(|r| r.body.get("created").cloned())
+            .unwrap_or_else(|| Value::from(time::format(now)));
+        body.insert("created".into(), created);
+        body.insert("updated".into(), Value::from(time::format(now)));
+        let flow_run = flow_run.or(existing.and_then(|r| r.flow_run_id));
+        body.insert("flow_run_id".into(), flow_run.map_or(Value::Null, id_text));
+        let mut state = st.state.clone();
+        let type_name = state
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("PENDING")
+            .to_owned();
+        let state_type = StateType::parse(&type_name)?;
+        state.insert("id".into(), id_text(st.id));
+        state.insert("type".into(), Value::from(type_name.clone()));
+        if !state.get("name").is_some_and(Value::is_string) {
+            let t = state_type.as_str();
+            let name = format!("{}{}", &t[..1], t[1..].to_ascii_lowercase());
+            state.insert("name".into(), Value::from(name));
+        }
+        state.insert("timestamp".into(), Value::from(time::format(st.timestamp)));
+        state.entry("message").or_insert(Value::Null);
+        state.entry("data").or_insert(Value::Null);
+        let details = state
+            .entry("state_details")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(d) = details {
+            d.insert("task_run_id".into(), id_text(run_id));
+            d.insert("flow_run_id".into(), flow_run.map_or(Value::Null, id_text));
+        }
+        let newer = existing.is_none_or(|r| st.timestamp >= r.state_timestamp);
+        if newer {
+            body.insert("state_id".into(), id_text(st.id));
+            body.insert("state_type".into(), Value::from(type_name));
+            body.insert("state_name".into(), state["name"].clone());
+            body.insert(
+                "state_timestamp".into(),
+                Value::from(time::format(st.timestamp)),
+            );
+        }
+        let mut run = TaskRun::from_body(run_id, body);
+        run.children = existing.map(|r| r.children.clone()).unwrap_or_default();
+        let state = TaskRunState {
+            id: st.id,
+            task_run_id: run_id,
+            body: state,
+        };
+        let rkey = run_id.to_string();
+        let run_write = if existing.is_some() {
+            RecordWrite::update(TASK_RUN_NSID, &rkey, run.encode())
+        } else {
+            RecordWrite::create(TASK_RUN_NSID, Some(&rkey), run.encode())
+        };
+        let state_write =
+            RecordWrite::create(TASK_STATE_NSID, Some(&st.id.to_string()), state.encode());
+        outcome = Recorded::Committed(newer);
+        Ok(Some(vec![run_write, state_write]))
+    })?;
+    Ok(outcome)
+}
+
+/// Links flow run `child` to its parent task run `parent` (a subflow's
+/// `POST /flow_runs/` with `parent_task_run_id`): one commit of the task
+/// run's record. A parent that is not a task run here links nothing.
+pub(crate) fn link_child(app: &AppView, parent: Uuid, child: Uuid) -> Result<(), AppviewError> {
+    app.commit_with(|index| {
+        let Some(run) = index.tasks().get(parent) else {
+            return Ok(None);
+        };
+        let mut run = (**run).clone();
+        if run.children.contains(&child) {
+            return Ok(None);
+        }
+        run.children.push(child);
+        run.children.sort_unstable();
+        let rkey = parent.to_string();
+        Ok(Some(vec![RecordWrite::update(
+            TASK_RUN_NSID,
+            &rkey,
+            run.encode(),
+        )]))
+    })
+    .map(|_| ())
+}
+
+/// After a `POST /flow_runs/` answered `reply`: links the new run to the
+/// body's `parent_task_run_id` (a failed link is the reply's 500: the run
+/// stands, and a subflow retry would not find it).
+pub(crate) fn link_subflow(app: &AppView, body: &Value, reply: Reply) -> Reply {
+    let Some(parent) = body.get("parent_task_run_id").and_then(parse_uuid) else {
+        return reply;
+    };
+    if reply.status != 201 {
+        return reply;
+    }
+    let child = serde_json::from_str::<Value>(&reply.body)
+        .ok()
+        .and_then(|v| v.get("id").and_then(parse_uuid));
+    match child.map(|c| link_child(app, parent, c)) {
+        Some(Ok(())) => reply,
+        Some(Err(e)) => failed(&e),
+        None => reply,
+    }
+}
+
+/// `flow_runs.parent_task_run_id.any_` of a flow-run read, taken out of
+/// `body`: the flow runs created under those task runs (`None`: the body
+/// has no such filter).
+pub(crate) fn take_parent_filter(app: &AppView, body: &mut Value) -> Option<Vec<Uuid>> {
+    let runs = body.get_mut("flow_runs")?.as_object_mut()?;
+    let parent = runs.remove("parent_task_run_id")?;
+    let ids: Vec<Uuid> = parent
+        .get("any_")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(parse_uuid)
+        .collect();
+    Some(app.index().tasks().children_of(&ids))
+}
+
+/// A task run as Prefect's API answers it: its body, its state, and the
+/// two estimates Prefect computes (0 here).
+pub(crate) fn render(app_index: &crate::index::Index, run: &TaskRun) -> Value {
+    let mut out = run.body.clone();
+    out.remove("state_timestamp");
+    let state = run
+        .state_id
+        .and_then(|s| app_index.tasks().state(s))
+        .map_or(Value::Null, |s| Value::Object(s.body.clone()));
+    out.insert("state".into(), state);
+    let total = out.get("total_run_time").cloned().unwrap_or(json!(0.0));
+    out.insert("estimated_run_time".into(), total);
+    out.insert("estimated_start_time_delta".into(), json!(0.0));
+    Value::Object(out)
+}
+
+fn invalid(loc: &[&str], msg: &str, input: &Value, body: &Value) -> Reply {
+    let mut l: Vec<Value> = vec![Value::from("body")];
+    l.extend(loc.iter().map(|s| Value::from(*s)));
+    let b = json!({
+        "exception_message": "Invalid request received.",
+        "exception_detail": [{"type": "value_error", "loc": l, "msg": msg, "input": input}],
+        "request_body": body,
+    });
+    Reply {
+        status: 422,
+        body: b.to_string(),
+    }
+}
+
+fn parse(text: &[u8]) -> Result<Value, Reply> {
+    if text.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Null);
+    }
+    serde_json::from_slice(text).map_err(|e| Reply::bad_json(&e, text))
+}
+
+fn parse_uuid(v: &Value) -> Option<Uuid> {
+    v.as_str()
+        .and_then(|s| Uuid::parse(&s.to_ascii_lowercase()).ok())
+}
+
+fn new_id() -> Result<Uuid, AppviewError> {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b).map_err(|e| AppviewError::Io(std::io::Error::other(e.to_string())))?;
+    let v = u128::from_be_bytes(b);
+    Ok(Uuid(
+        (v & !(0xf << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62),
+    ))
+}
+
+fn failed(e: &AppviewError) -> Reply {
+    Reply {
+        status: 500,
+        body: json!({"exception_message": format!("Internal Server Error: {e}")}).to_string(),
+    }
+}
+
+/// Answers a task-run or event route (the upgrade of `/events/in` is the
+/// server's, `rest::events::upgrade`).
+pub(crate) fn respond(app: &AppView, route: TaskRoute, text: &[u8]) -> Reply {
+    match route {
+        TaskRoute::Create => create(app, text),
+        TaskRoute::Filter => filter(app, text, false),
+        TaskRoute::Count => filter(app, text, true),
+        TaskRoute::Read(id) => read(app, id),
+        TaskRoute::SetState(id) => set_state(app, id, text),
+        TaskRoute::EventsFilter => crate::rest::events::filter(app, text),
+        TaskRoute::EventsIn => Reply::detail(400, "/api/events/in is a WebSocket endpoint"),
+        TaskRoute::ReadFlow(id) => match app.index().flows.get(&id) {
+            Some(f) => {
+                let mut out = String::with_capacity(256);
+                crate::rest::render::flow(&mut out, f);
+                Reply {
+                    status: 200,
+                    body: out,
+                }
+            }
+            None => Reply::detail(404, "Flow not found"),
+        },
+    }
+}
+
+/// `POST /api/task_runs/`.
+pub(crate) fn create(app: &AppView, text: &[u8]) -> Reply {
+    let body = match parse(text) {
+        Ok(Value::Object(b)) => b,
+        Ok(other) => return invalid(&[], "Input should be a valid dictionary", &other, &other),
+        Err(r) => return r,
+    };
+    let whole = Value::Object(body.clone());
+    for key in ["task_key", "dynamic_key"] {
+        if !body.get(key).is_some_and(Value::is_string) {
+            let input = body.get(key).cloned().unwrap_or(Value::Null);
+            return invalid(&[key], "Field required (a string)", &input, &whole);
+        }
+    }
+    let flow_run = match body.get("flow_run_id") {
+        None | Some(Value::Null) => None,
+        Some(v) => match parse_uuid(v) {
+            Some(id) => Some(id),
+            None => return invalid(&["flow_run_id"], "Input should be a valid UUID", v, &whole),
+        },
+    };
+    // Prefect answers an existing (flow run, task key, dynamic key) with
+    // that run.
+    if let Some(f) = flow_run {
+        let index = app.index();
+        let same = index.tasks().of_flow_run(f).find(|r| {
+            r.body.get("task_key") == body.get("task_key")
+                && r.body.get("dynamic_key") == body.get("dynamic_key")
+        });
+        if let Some(r) = same {
+            return Reply {
+                status: 200,
+                body: render(&index, r).to_string(),
+            };
+        }
+    }
+    let id = match body.get("id") {
+        Some(v) if !v.is_null() => match parse_uuid(v) {
+            Some(id) => id,
+            None => return invalid(&["id"], "Input should be a valid UUID", v, &whole),
+        },
+        _ => match new_id() {
+            Ok(id) => id,
+            Err(e) => return failed(&e),
+        },
+    };
+    let mut state = match body.get("state") {
+        Some(Value::Object(s)) => s.clone(),
+        _ => Map::new(),
+    };
+    state
+        .entry("type")
+        .or_insert_with(|| Value::from("PENDING"));
+    let mut fields = body.clone();
+    fields.remove("state");
+    fields
+        .entry("name")
+        .or_insert_with(|| Value::from(format!("task-run-{}", &id.to_string()[..8])));
+    let now = time::now_us();
+    fields
+        .entry("expected_start_time")
+        .or_insert_with(|| Value::from(time::format(now)));
+    put_state(app, id, flow_run, &fields, state, 201, |_| None)
+}
+
+/// Records `state` and answers with the run (create) or the
+/// orchestration result (set_state, `orchestration` given the state).
+fn put_state(
+    app: &AppView,
+    id: Uuid,
+    flow_run: Option<Uuid>,
+    fields: &Map<String, Value>,
+    state: Map<String, Value>,
+    status: u16,
+    orchestration: impl Fn(Value) -> Option<Value>,
+) -> Reply {
+    if let Some(t) = state.get("type")
+        && !t.as_str().is_some_and(|t| StateType::parse(t).is_ok())
+    {
+        let whole = Value::Object(state.clone());
+        return invalid(
+            &["state", "type"],
+            "Input should be a state type",
+            t,
+            &whole,
+        );
+    }
+    let st_id = match new_id() {
+        Ok(i) => i,
+        Err(e) => return failed(&e),
+    };
+    let st = StateIn {
+        id: st_id,
+        timestamp: time::now_us(),
+        state,
+    };
+    match record_state(app, id, flow_run, fields, st) {
+        Ok(_) => {
+            let index = app.index();
+            let Some(run) = index.tasks().get(id) else {
+                return failed(&AppviewError::UnknownRun(id.to_string()));
+            };
+            let rendered = render(&index, run);
+            let out = orchestration(rendered["state"].clone()).unwrap_or(rendered);
+            Reply {
+                status,
+                body: out.to_string(),
+            }
+        }
+        Err(AppviewError::UnknownStateType(t)) => invalid(
+            &["state", "type"],
+            "Input should be a state type",
+            &Value::from(t),
+            &Value::Null,
+        ),
+        Err(e) => failed(&e),
+    }
+}
+
+/// `GET /api/task_runs/{id}`.
+pub(crate) fn read(app: &AppView, id: Uuid) -> Reply {
+    let index = app.index();
+    match index.tasks().get(id) {
+        Some(r) => Reply {
+            status: 200,
+            body: render(&index, r).to_string(),
+        },
+        None => Reply::detail(404, "Task not found"),
+    }
+}
+
+/// `POST /api/task_runs/{id}/set_state`.
+pub(crate) fn set_state(app: &AppView, id: Uuid, text: &[u8]) -> Reply {
+    let body = match parse(text) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let Some(Value::Object(state)) = body.get("state") else {
+        let input = body.get("state").cloned().unwrap_or(Value::Null);
+        return invalid(&["state"], "Field required (a state)", &input, &body);
+    };
+    let force = body.get("force").and_then(Value::as_bool).unwrap_or(false);
+    let current = {
+        let index = app.index();
+        match index.tasks().get(id) {
+            None => {
+                return Reply {
+                    status: 404,
+                    body: json!({"exception_message": format!("Task run with id {id} not found")})
+                        .to_string(),
+                };
+            }
+            Some(r) => (r.state_type, render(&index, r)["state"].clone()),
+        }
+    };
+    if let (Some(t), false) = (current.0, force)
+        && t.is_terminal()
+    {
+        let out = json!({
+            "state": current.1,
+            "status": "ABORT",
+            "details": {"type": "abort_details",
+                "reason": format!("Run is already in terminal state {}.", t.as_str())},
+        });
+        return Reply {
+            status: 200,
+            body: out.to_string(),
+        };
+    }
+    put_state(app, id, None, &Map::new(), state.clone(), 201, |st| {
+        Some(json!({"state": st, "status": "ACCEPT", "details": {"type": "accept_details"}}))
+    })
+}
+
+/// A filter read: the matching runs in the sort's order.
+struct Filter {
+    flow_runs: Option<Vec<Uuid>>,
+    ids: Option<Vec<Uuid>>,
+    names: Option<Vec<String>>,
+    types: Option<Vec<StateType>>,
+    flow_run_null: Option<bool>,
+}
+
+fn filter_of(body: &Value) -> Result<Filter, (Vec<&'static str>, String, Value)> {
+    let mut f = Filter {
+        flow_runs: None,
+        ids: None,
+        names: None,
+        types: None,
+        flow_run_null: None,
+    };
+    let ids = |v: &Value, at: Vec<&'static str>| -> Result<Vec<Uuid>, _> {
+        let list = v
+            .as_array()
+            .ok_or((at.clone(), "a list".to_owned(), v.clone()))?;
+        list.iter()
+            .map(|x| parse_uuid(x).ok_or((at.clone(), "a UUID".to_owned(), x.clone())))
+            .collect()
+    };
+    let obj = |v: &'static str, x: &Value| -> Result<Map<String, Value>, _> {
+        match x {
+            Value::Object(o) => Ok(o.clone()),
+            Value::Null => Ok(Map::new()),
+            _ => Err((vec![v], "a dictionary".to_owned(), x.clone())),
+        }
+    };
+    let Some(top) = body.as_object() else {
+        return Ok(f);
+    };
+    if let Some(fr) = top.get("flow_runs") {
+        for (k, v) in obj("flow_runs", fr)? {
+            match (k.as_str(), &v) {
+                (_, Value::Null) => {}
+                ("id", Value::Object(o)) => {
+                    if let Some(a) = o.get("any_").filter(|a| !a.is_null()) {
+                        f.flow_runs = Some(ids(a, vec!["flow_runs", "id", "any_"])?);
+                    }
+                }
+                ("operator", _) => {}
+                _ => return Err((vec!["flow_runs"], format!("{k}: not served"), v.clone())),
+            }
+        }
+    }
+    if let Some(tr) = top.get("task_runs") {
+        for (k, v) in obj("task_runs", tr)? {
+            match (k.as_str(), &v) {
+                (_, Value::Null) | ("operator", _) => {}
+                ("id", Value::Object(o)) => {
+                    if let Some(a) = o.get("any_").filter(|a| !a.is_null()) {
+                        f.ids = Some(ids(a, vec!["task_runs", "id", "any_"])?);
+                    }
+                }
+                ("name", Value::Object(o)) => {
+                    if let Some(Value::Array(a)) = o.get("any_") {
+                        f.names = Some(
+                            a.iter()
+                                .filter_map(|s| s.as_str().map(str::to_owned))
+                                .collect(),
+                        );
+                    }
+                }
+                ("flow_run_id", Value::Object(o)) => {
+                    if let Some(a) = o.get("any_").filter(|a| !a.is_null()) {
+                        f.flow_runs = Some(ids(a, vec!["task_runs", "flow_run_id", "any_"])?);
+                    }
+                    if let Some(b) = o.get("is_null_").and_then(Value::as_bool) {
+                        f.flow_run_null = Some(b);
+                    }
+                }
+                ("state", Value::Object(o)) => {
+                    if let Some(Value::Object(t)) = o.get("type")
+                        && let Some(Value::Array(a)) = t.get("any_")
+                    {
+                        let mut types = Vec::new();
+                        for x in a {
+                            let t = x.as_str().and_then(|s| StateType::parse(s).ok()).ok_or((
+                                vec!["task_runs", "state", "type", "any_"],
+                                "a state type".to_owned(),
+                                x.clone(),
+                            ))?;
+                            types.push(t);
+                        }
+                        f.types = Some(types);
+                    }
+                }
+                _ => return Err((vec!["task_runs"], format!("{k}: not served"), v.clone())),
+            }
+        }
+    }
+    for k in ["flows", "deployments", "work_pools", "work_pool_queues"] {
+        if let Some(v) = top.get(k).filter(|v| !v.is_null()) {
+            return Err((vec![k_static(k)], "not served".into(), v.clone()));
+        }
+    }
+    Ok(f)
+}
+
+fn k_static(k: &str) -> &'static str {
+    match k {
+        "flows" => "flows",
+        "deployments" => "deployments",
+        "work_pools" => "work_pools",
+        _ => "work_pool_queues",
+    }
+}
+
+fn matching<'a>(index: &'a crate::index::Index, f: &Filter) -> Vec<&'a std::sync::Arc<TaskRun>> {
+    let tasks = index.tasks();
+    let base: Vec<&std::sync::Arc<TaskRun>> = match (&f.ids, &f.flow_runs, &f.types) {
+        (Some(ids), _, _) => ids.iter().filter_map(|i| tasks.get(*i)).collect(),
+        (None, Some(frs), _) => frs.iter().flat_map(|fr| tasks.of_flow_run(*fr)).collect(),
+        (None, None, Some(types)) => tasks.in_states(types),
+        (None, None, None) => tasks.by_expected().collect(),
+    };
+    base.into_iter()
+        .filter(|r| f.ids.as_ref().is_none_or(|ids| ids.contains(&r.id)))
+        .filter(|r| {
+            f.flow_runs
+                .as_ref()
+                .is_none_or(|frs| r.flow_run_id.is_some_and(|x| frs.contains(&x)))
+        })
+        .filter(|r| {
+            f.types
+                .as_ref()
+                .is_none_or(|ts| r.state_type.is_some_and(|t| ts.contains(&t)))
+        })
+        .filter(|r| f.names.as_ref().is_none_or(|ns| ns.contains(&r.name)))
+        .filter(|r| {
+            f.flow_run_null
+                .is_none_or(|null| r.flow_run_id.is_none() == null)
+        })
+        .collect()
+}
+
+/// `POST /api/task_runs/filter` (`count`: `/task_runs/count`).
+pub(crate) fn filter(app: &AppView, text: &[u8], count: bool) -> Reply {
+    let body = match parse(text) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let f = match filter_of(&body) {
+        Ok(f) => f,
+        Err((loc, msg, input)) => return invalid(&loc, &msg, &input, &body),
+    };
+    let index = app.index();
+    let mut runs = matching(&index, &f);
+    if count {
+        return Reply {
+            status: 200,
+            body: runs.len().to_string(),
+        };
+    }
+    let limit = match body.get("limit") {
+        None | Some(Value::Null) => 200,
+        Some(v) => match v.as_u64() {
+            Some(n) if n <= 200 => n as usize,
+            Some(_) => {
+                return Reply::detail(422, "Invalid limit: must be less than or equal to 200.");
+            }
+            None => return invalid(&["limit"], "Input should be a valid integer", v, &body),
+        },
+    };
+    let offset = match body.get("offset") {
+        None | Some(Value::Null) => 0,
+        Some(v) => match v.as_u64() {
+            Some(n) => n as usize,
+            None => return invalid(&["offset"], "Input should be a valid integer", v, &body),
+        },
+    };
+    let sort = body
+        .get("sort")
+        .and_then(Value::as_str)
+        .unwrap_or("ID_DESC");
+    match sort {
+        "ID_DESC" => runs.sort_by(|a, b| b.id.cmp(&a.id)),
+        "EXPECTED_START_TIME_ASC" => runs.sort_by_key(|r| (r.expected_start, r.id)),
+        "EXPECTED_START_TIME_DESC" => {
+            runs.sort_by(|a, b| (b.expected_start, b.id).cmp(&(a.expected_start, a.id)))
+        }
+        "NAME_ASC" => runs.sort_by(|a, b| (&a.name, a.id).cmp(&(&b.name, b.id))),
+        "NAME_DESC" => runs.sort_by(|a, b| (&b.name, b.id).cmp(&(&a.name, a.id))),
+        // Nulls last, as Prefect's.
+        "END_TIME_DESC" => {
+            runs.sort_by(|a, b| (b.end.is_some(), b.end, b.id).cmp(&(a.end.is_some(), a.end, a.id)))
+        }
+        "NEXT_SCHEDULED_START_TIME_ASC" => runs.sort_by_key(|r| (r.expected_start, r.id)),
+        other => {
+            return invalid(
+                &["sort"],
+                "Input should be a TaskRunSort",
+                &Value::from(other),
+                &body,
+            );
+        }
+    }
+    let page: Vec<Value> = runs
+        .into_iter()
+        .skip(offset)
+        .take(limit)
+        .map(|r| render(&index, r))
+        .collect();
+    Reply {
+        status: 200,
+        body: Value::Array(page).to_string(),
+    }
+}
