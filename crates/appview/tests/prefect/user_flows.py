@@ -15,8 +15,29 @@ import subprocess
 import sys
 
 from prefect import flow, task
-from prefect.events.clients import get_events_client  # noqa: F401 (the client's own)
 from prefect.events.worker import EventsWorker
+
+# The harness watches what the client reports (the user's code below is
+# untouched): every task-run event the client hands its events worker.
+REPORTED = []
+_send = EventsWorker.send
+
+
+def _spy(self, event):
+    if event.event.startswith("prefect.task-run."):
+        REPORTED.append(
+            {
+                "id": str(event.id),
+                "task_run": event.resource.id.removeprefix("prefect.task-run."),
+                "type": event.resource["prefect.state-type"],
+                "name": event.resource["prefect.state-name"],
+                "occurred": event.occurred.isoformat(),
+            }
+        )
+    return _send(self, event)
+
+
+EventsWorker.send = _spy
 
 ATTEMPTS = {"flaky": 0}
 
@@ -121,6 +142,7 @@ def main():
         json.dumps(
             {
                 "runs": runs,
+                "reported": REPORTED,
                 "ls_rc": ls.returncode,
                 "ls_out": ls.stdout,
                 "inspect_rc": inspect.returncode,
