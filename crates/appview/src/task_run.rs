@@ -248,6 +248,8 @@ pub struct TaskIndex {
     by_flow_run: UuidMap<BTreeSet<Key>>,
     /// Per state type (`StateType::index`), and a tenth for none.
     by_state: [BTreeSet<Key>; 10],
+    /// A subflow's flow run -> the task run that tracks it in its parent.
+    parent_of: UuidMap<Uuid>,
 }
 
 fn state_slot(t: Option<StateType>) -> usize {
@@ -309,6 +311,11 @@ impl TaskIndex {
             .collect()
     }
 
+    /// The task run tracking subflow run `flow_run` in its parent.
+    pub fn parent_of(&self, flow_run: Uuid) -> Option<Uuid> {
+        self.parent_of.get(&flow_run).copied()
+    }
+
     /// Every task run by (expected start, id) ascending.
     pub fn by_expected(&self) -> impl DoubleEndedIterator<Item = &Arc<TaskRun>> {
         self.all.iter().filter_map(|k| self.runs.get(&k.1))
@@ -339,6 +346,9 @@ impl TaskIndex {
                     self.by_flow_run.entry(f).or_default().insert(key);
                 }
                 self.by_state[state_slot(r.state_type)].insert(key);
+                for c in &r.children {
+                    self.parent_of.insert(*c, r.id);
+                }
                 self.runs.insert(r.id, Arc::new(r));
             }
             TaskRecord::State(s) => {
@@ -362,6 +372,9 @@ impl TaskIndex {
             }
         }
         self.by_state[state_slot(old.state_type)].remove(&key);
+        for c in &old.children {
+            self.parent_of.remove(c);
+        }
     }
 
     /// Removes the record `collection/id` (a delete op).

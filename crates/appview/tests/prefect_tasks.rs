@@ -151,6 +151,15 @@ fn a_users_flows_and_tasks_run_unchanged_and_every_reported_state_is_kept() {
     assert_eq!(task_runs_of["submit_and_map"], 4);
     assert_eq!(task_runs_of["renamed"], 3);
     assert_eq!(task_runs_of["parent"], 1, "the subflow's tracking task run");
+    // It follows its subflow's states, as on Prefect's server.
+    let parent = runs["parent"]["flow_run_id"].as_str().unwrap();
+    let (_, tracking) = call(
+        &server,
+        "POST",
+        "/api/task_runs/filter",
+        &json!({"flow_runs": {"id": {"any_": [parent]}}}),
+    );
+    assert_eq!(tracking[0]["state_type"], "COMPLETED", "{tracking}");
 
     // Every state the client reported, and each task run's last one
     // current.
@@ -168,6 +177,7 @@ fn a_users_flows_and_tasks_run_unchanged_and_every_reported_state_is_kept() {
     }
     // The tracking task run is the one not reported as events.
     assert_eq!(count.as_u64().unwrap() as usize, last.len() + 1);
+    assert!(!last.contains_key(tracking[0]["id"].as_str().unwrap()));
     for (tr, (_, ty)) in &last {
         let (status, run) = call(
             &server,

@@ -260,7 +260,7 @@ pub fn respond(app: &AppView, route: Route, text: &[u8]) -> Reply {
             Err(e) => Reply::invalid(&e, &body),
         },
         Route::SetState(id) => match request::set_state(&body) {
-            Ok(s) => set_state(app, id, s),
+            Ok(s) => crate::rest::task_runs::mirror_to_parent(app, id, set_state(app, id, s)),
             Err(e) => Reply::invalid(&e, &body),
         },
         Route::ReadRuns => match request::runs_read(&body) {

@@ -197,6 +197,61 @@ pub(crate) fn link_subflow(app: &AppView, body: &Value, reply: Reply) -> Reply {
     }
 }
 
+/// After a flow run's `set_state` answered `reply`: a subflow's new state
+/// is also its tracking task run's (Prefect's server does the same), one
+/// more commit. The flow run's state stands whatever this does.
+pub(crate) fn mirror_to_parent(app: &AppView, flow_run: Uuid, reply: Reply) -> Reply {
+    if reply.status != 201 {
+        return reply;
+    }
+    let Some(parent) = app.index().tasks().parent_of(flow_run) else {
+        return reply;
+    };
+    let Ok(answer) = serde_json::from_str::<Value>(&reply.body) else {
+        return reply;
+    };
+    let Some(Value::Object(state)) = answer.get("state") else {
+        return reply;
+    };
+    let mut st = Map::new();
+    for k in ["type", "name", "message"] {
+        if let Some(v) = state.get(k) {
+            st.insert(k.into(), v.clone());
+        }
+    }
+    let mut details = Map::new();
+    details.insert("child_flow_run_id".into(), id_text(flow_run));
+    st.insert("state_details".into(), Value::Object(details));
+    let id = match new_id() {
+        Ok(i) => i,
+        Err(e) => return failed(&e),
+    };
+    let timestamp = state
+        .get("timestamp")
+        .and_then(Value::as_str)
+        .and_then(time::parse)
+        .unwrap_or_else(time::now_us);
+    let mut fields = Map::new();
+    match st.get("type").and_then(Value::as_str) {
+        Some("RUNNING") => {
+            fields.insert("start_time".into(), Value::from(time::format(timestamp)));
+        }
+        Some(t) if StateType::parse(t).is_ok_and(StateType::is_terminal) => {
+            fields.insert("end_time".into(), Value::from(time::format(timestamp)));
+        }
+        _ => {}
+    }
+    let stin = StateIn {
+        id,
+        timestamp,
+        state: st,
+    };
+    match record_state(app, parent, None, &fields, stin) {
+        Ok(_) => reply,
+        Err(e) => failed(&e),
+    }
+}
+
 /// `flow_runs.parent_task_run_id.any_` of a flow-run read, taken out of
 /// `body`: the flow runs created under those task runs (`None`: the body
 /// has no such filter).
