@@ -54,8 +54,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 
 use crate::app::AppView;
-use crate::rest::routes::Reply;
-use crate::rest::task_runs::{self, StateIn};
+use crate::rest::task_runs::{self, Reply, StateIn};
 use crate::rest::time;
 use crate::uuid::Uuid;
 
@@ -242,12 +241,13 @@ fn uuid_after(s: &str, prefix: &str) -> Option<Uuid> {
         .and_then(|id| Uuid::parse(&id.to_ascii_lowercase()).ok())
 }
 
-/// A `prefect.task-run.*` event's task run, flow run, run fields and
-/// state, as Prefect's recorder reads them (`None`: another type, or
-/// fields missing).
-fn task_event(
-    event: &Map<String, Value>,
-) -> Option<(Uuid, Option<Uuid>, Map<String, Value>, StateIn)> {
+/// A task-run event as the recorder reads it: the task run, its flow run,
+/// the run's fields (`payload.task_run`) and the state.
+type TaskEvent = (Uuid, Option<Uuid>, Map<String, Value>, StateIn);
+
+/// A `prefect.task-run.*` event's parts, as Prefect's recorder reads them
+/// (`None`: another type, or fields missing).
+fn task_event(event: &Map<String, Value>) -> Option<TaskEvent> {
     let name = event.get("event")?.as_str()?;
     name.strip_prefix("prefect.task-run.")?;
     let resource = event

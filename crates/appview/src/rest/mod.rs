@@ -33,6 +33,7 @@ mod render;
 mod request;
 pub mod routes;
 mod server;
+mod task_filter;
 mod task_runs;
 pub mod time;
 

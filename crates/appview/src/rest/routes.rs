@@ -21,7 +21,9 @@ use crate::model::{Mutation, StateType};
 use crate::plan::{Input, NewFlow, NewRun, NewState};
 use crate::rest::render;
 use crate::rest::request::{self, Invalid, Loc, PageError};
+use crate::rest::task_runs::{self, Reply as TaskReply, TaskRoute};
 use crate::rest::time;
+use crate::rest::{events, task_filter};
 use crate::run_page::RunPage;
 use crate::uuid::Uuid;
 
@@ -57,28 +59,6 @@ pub enum Route {
     Task(TaskRoute),
 }
 
-/// The task-run and event routes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskRoute {
-    /// `POST /api/task_runs/`.
-    Create,
-    /// `POST /api/task_runs/filter`.
-    Filter,
-    /// `POST /api/task_runs/count`.
-    Count,
-    /// `GET /api/task_runs/{id}`.
-    Read(Uuid),
-    /// `POST /api/task_runs/{id}/set_state`.
-    SetState(Uuid),
-    /// `GET /api/events/in` (a WebSocket upgrade; the server answers it).
-    EventsIn,
-    /// `POST /api/events/filter`.
-    EventsFilter,
-    /// `GET /api/flows/{id}` (the client's events worker reads the flow
-    /// of every event it sends).
-    ReadFlow(Uuid),
-}
-
 impl Route {
     /// Whether it writes (the server runs those on its blocking pool).
     pub fn writes(self) -> bool {
@@ -89,6 +69,40 @@ impl Route {
                 | Route::SetState(_)
                 | Route::Task(TaskRoute::Create | TaskRoute::SetState(_))
         )
+    }
+}
+
+/// Answers a task-run or event route (the upgrade of `/events/in` is the
+/// server's, `rest::events::upgrade`).
+fn respond_task(app: &AppView, route: TaskRoute, text: &[u8]) -> TaskReply {
+    match route {
+        TaskRoute::Create => task_runs::create(app, text),
+        TaskRoute::Filter => task_filter::filter(app, text, false),
+        TaskRoute::Count => task_filter::filter(app, text, true),
+        TaskRoute::Read(id) => task_runs::read(app, id),
+        TaskRoute::SetState(id) => task_runs::set_state(app, id, text),
+        TaskRoute::EventsFilter => events::filter(app, text),
+        TaskRoute::EventsIn => TaskReply::detail(400, "/api/events/in is a WebSocket endpoint"),
+        TaskRoute::ReadFlow(id) => match app.index().flows.get(&id) {
+            Some(f) => {
+                let mut out = String::with_capacity(256);
+                render::flow(&mut out, f);
+                TaskReply {
+                    status: 200,
+                    body: out,
+                }
+            }
+            None => TaskReply::detail(404, "Flow not found"),
+        },
+    }
+}
+
+impl From<TaskReply> for Reply {
+    fn from(r: TaskReply) -> Reply {
+        Reply {
+            status: r.status,
+            body: r.body,
+        }
     }
 }
 
@@ -230,7 +244,7 @@ pub fn respond(app: &AppView, route: Route, text: &[u8]) -> Reply {
         Route::Version => return Reply::json(200, format!("\"{API_VERSION}\"")),
         Route::CsrfToken => return Reply::detail(422, "CSRF protection is disabled."),
         Route::ReadRun(id) => return read_run(app, id),
-        Route::Task(t) => return crate::rest::task_runs::respond(app, t, text),
+        Route::Task(t) => return respond_task(app, t, text).into(),
         _ => match parse_body(text) {
             Ok(v) => v,
             Err(r) => return r,
@@ -240,7 +254,7 @@ pub fn respond(app: &AppView, route: Route, text: &[u8]) -> Reply {
     // the task runs' links (`rest::task_runs`).
     let mut body = body;
     let parents = match route {
-        Route::ReadRuns => crate::rest::task_runs::take_parent_filter(app, &mut body),
+        Route::ReadRuns => task_runs::take_parent_filter(app, &mut body),
         _ => None,
     };
     let page = |e: PageError| match e {
@@ -255,12 +269,17 @@ pub fn respond(app: &AppView, route: Route, text: &[u8]) -> Reply {
         Route::CreateRun => match request::flow_run_create(&body) {
             Ok(r) => {
                 let reply = create_run(app, r);
-                crate::rest::task_runs::link_subflow(app, &body, reply)
+                task_runs::link_subflow(app, &body, reply.status, &reply.body)
+                    .map_or(reply, Reply::from)
             }
             Err(e) => Reply::invalid(&e, &body),
         },
         Route::SetState(id) => match request::set_state(&body) {
-            Ok(s) => crate::rest::task_runs::mirror_to_parent(app, id, set_state(app, id, s)),
+            Ok(s) => {
+                let reply = set_state(app, id, s);
+                task_runs::mirror_to_parent(app, id, reply.status, &reply.body)
+                    .map_or(reply, Reply::from)
+            }
             Err(e) => Reply::invalid(&e, &body),
         },
         Route::ReadRuns => match request::runs_read(&body) {

@@ -50,7 +50,7 @@ async fn handle(
         Ok(r) => r,
         Err(reply) => return response(reply),
     };
-    if route == routes::Route::Task(routes::TaskRoute::EventsIn) {
+    if route == routes::Route::Task(crate::rest::task_runs::TaskRoute::EventsIn) {
         return crate::rest::events::upgrade(app, req);
     }
     let limit = config.max_body_bytes;

@@ -23,11 +23,71 @@ use serde_json::{Map, Value, json};
 use crate::app::AppView;
 use crate::error::AppviewError;
 use crate::model::StateType;
-use crate::rest::routes::{Reply, TaskRoute};
 use crate::rest::time;
 use crate::task_run::{TASK_RUN_NSID, TASK_STATE_NSID, TaskRun, TaskRunState};
 use crate::uuid::Uuid;
 use store::RecordWrite;
+
+/// The task-run and event routes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskRoute {
+    /// `POST /api/task_runs/`.
+    Create,
+    /// `POST /api/task_runs/filter`.
+    Filter,
+    /// `POST /api/task_runs/count`.
+    Count,
+    /// `GET /api/task_runs/{id}`.
+    Read(Uuid),
+    /// `POST /api/task_runs/{id}/set_state`.
+    SetState(Uuid),
+    /// `GET /api/events/in` (a WebSocket upgrade; the server answers it).
+    EventsIn,
+    /// `POST /api/events/filter`.
+    EventsFilter,
+    /// `GET /api/flows/{id}` (the client's events worker reads the flow
+    /// of every event it sends).
+    ReadFlow(Uuid),
+}
+
+/// An answer of these routes: status and JSON body (the routes turn it
+/// into theirs; kept apart so these modules do not import the routes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// The JSON text.
+    pub body: String,
+}
+
+impl Reply {
+    /// `{"detail": ...}` (FastAPI's HTTPException shape).
+    pub fn detail(status: u16, detail: &str) -> Reply {
+        Reply {
+            status,
+            body: json!({ "detail": detail }).to_string(),
+        }
+    }
+
+    /// A body that is not JSON (FastAPI's `json_invalid`).
+    pub fn bad_json(err: &serde_json::Error, text: &[u8]) -> Reply {
+        let body = json!({
+            "exception_message": "Invalid request received.",
+            "exception_detail": [{
+                "type": "json_invalid",
+                "loc": ["body", err.column()],
+                "msg": "JSON decode error",
+                "input": {},
+                "ctx": {"error": err.to_string()},
+            }],
+            "request_body": String::from_utf8_lossy(text),
+        });
+        Reply {
+            status: 422,
+            body: body.to_string(),
+        }
+    }
+}
 
 /// Task-run fields the server owns, never taken from a client's body.
 const SERVER_FIELDS: [&str; 10] = [
@@ -180,38 +240,33 @@ pub(crate) fn link_child(app: &AppView, parent: Uuid, child: Uuid) -> Result<(),
 /// After a `POST /flow_runs/` answered `reply`: links the new run to the
 /// body's `parent_task_run_id` (a failed link is the reply's 500: the run
 /// stands, and a subflow retry would not find it).
-pub(crate) fn link_subflow(app: &AppView, body: &Value, reply: Reply) -> Reply {
-    let Some(parent) = body.get("parent_task_run_id").and_then(parse_uuid) else {
-        return reply;
-    };
-    if reply.status != 201 {
-        return reply;
+pub(crate) fn link_subflow(app: &AppView, body: &Value, status: u16, reply: &str) -> Option<Reply> {
+    let parent = body.get("parent_task_run_id").and_then(parse_uuid)?;
+    if status != 201 {
+        return None;
     }
-    let child = serde_json::from_str::<Value>(&reply.body)
+    let child = serde_json::from_str::<Value>(reply)
         .ok()
-        .and_then(|v| v.get("id").and_then(parse_uuid));
-    match child.map(|c| link_child(app, parent, c)) {
-        Some(Ok(())) => reply,
-        Some(Err(e)) => failed(&e),
-        None => reply,
-    }
+        .and_then(|v| v.get("id").and_then(parse_uuid))?;
+    link_child(app, parent, child).err().map(|e| failed(&e))
 }
 
 /// After a flow run's `set_state` answered `reply`: a subflow's new state
 /// is also its tracking task run's (Prefect's server does the same), one
 /// more commit. The flow run's state stands whatever this does.
-pub(crate) fn mirror_to_parent(app: &AppView, flow_run: Uuid, reply: Reply) -> Reply {
-    if reply.status != 201 {
-        return reply;
+pub(crate) fn mirror_to_parent(
+    app: &AppView,
+    flow_run: Uuid,
+    status: u16,
+    reply: &str,
+) -> Option<Reply> {
+    if status != 201 {
+        return None;
     }
-    let Some(parent) = app.index().tasks().parent_of(flow_run) else {
-        return reply;
-    };
-    let Ok(answer) = serde_json::from_str::<Value>(&reply.body) else {
-        return reply;
-    };
+    let parent = app.index().tasks().parent_of(flow_run)?;
+    let answer = serde_json::from_str::<Value>(reply).ok()?;
     let Some(Value::Object(state)) = answer.get("state") else {
-        return reply;
+        return None;
     };
     let mut st = Map::new();
     for k in ["type", "name", "message"] {
@@ -224,7 +279,7 @@ pub(crate) fn mirror_to_parent(app: &AppView, flow_run: Uuid, reply: Reply) -> R
     st.insert("state_details".into(), Value::Object(details));
     let id = match new_id() {
         Ok(i) => i,
-        Err(e) => return failed(&e),
+        Err(e) => return Some(failed(&e)),
     };
     let timestamp = state
         .get("timestamp")
@@ -246,10 +301,9 @@ pub(crate) fn mirror_to_parent(app: &AppView, flow_run: Uuid, reply: Reply) -> R
         timestamp,
         state: st,
     };
-    match record_state(app, parent, None, &fields, stin) {
-        Ok(_) => reply,
-        Err(e) => failed(&e),
-    }
+    record_state(app, parent, None, &fields, stin)
+        .err()
+        .map(|e| failed(&e))
 }
 
 /// `flow_runs.parent_task_run_id.any_` of a flow-run read, taken out of
@@ -284,7 +338,7 @@ pub(crate) fn render(app_index: &crate::index::Index, run: &TaskRun) -> Value {
     Value::Object(out)
 }
 
-fn invalid(loc: &[&str], msg: &str, input: &Value, body: &Value) -> Reply {
+pub(super) fn invalid(loc: &[&str], msg: &str, input: &Value, body: &Value) -> Reply {
     let mut l: Vec<Value> = vec![Value::from("body")];
     l.extend(loc.iter().map(|s| Value::from(*s)));
     let b = json!({
@@ -298,14 +352,14 @@ fn invalid(loc: &[&str], msg: &str, input: &Value, body: &Value) -> Reply {
     }
 }
 
-fn parse(text: &[u8]) -> Result<Value, Reply> {
+pub(super) fn parse(text: &[u8]) -> Result<Value, Reply> {
     if text.iter().all(u8::is_ascii_whitespace) {
         return Ok(Value::Null);
     }
     serde_json::from_slice(text).map_err(|e| Reply::bad_json(&e, text))
 }
 
-fn parse_uuid(v: &Value) -> Option<Uuid> {
+pub(super) fn parse_uuid(v: &Value) -> Option<Uuid> {
     v.as_str()
         .and_then(|s| Uuid::parse(&s.to_ascii_lowercase()).ok())
 }
@@ -319,40 +373,15 @@ fn new_id() -> Result<Uuid, AppviewError> {
     ))
 }
 
-fn failed(e: &AppviewError) -> Reply {
+pub(super) fn failed(e: &AppviewError) -> Reply {
     Reply {
         status: 500,
         body: json!({"exception_message": format!("Internal Server Error: {e}")}).to_string(),
     }
 }
 
-/// Answers a task-run or event route (the upgrade of `/events/in` is the
-/// server's, `rest::events::upgrade`).
-pub(crate) fn respond(app: &AppView, route: TaskRoute, text: &[u8]) -> Reply {
-    match route {
-        TaskRoute::Create => create(app, text),
-        TaskRoute::Filter => filter(app, text, false),
-        TaskRoute::Count => filter(app, text, true),
-        TaskRoute::Read(id) => read(app, id),
-        TaskRoute::SetState(id) => set_state(app, id, text),
-        TaskRoute::EventsFilter => crate::rest::events::filter(app, text),
-        TaskRoute::EventsIn => Reply::detail(400, "/api/events/in is a WebSocket endpoint"),
-        TaskRoute::ReadFlow(id) => match app.index().flows.get(&id) {
-            Some(f) => {
-                let mut out = String::with_capacity(256);
-                crate::rest::render::flow(&mut out, f);
-                Reply {
-                    status: 200,
-                    body: out,
-                }
-            }
-            None => Reply::detail(404, "Flow not found"),
-        },
-    }
-}
-
 /// `POST /api/task_runs/`.
-pub(crate) fn create(app: &AppView, text: &[u8]) -> Reply {
+pub(super) fn create(app: &AppView, text: &[u8]) -> Reply {
     let body = match parse(text) {
         Ok(Value::Object(b)) => b,
         Ok(other) => return invalid(&[], "Input should be a valid dictionary", &other, &other),
@@ -428,7 +457,7 @@ fn put_state(
     orchestration: impl Fn(Value) -> Option<Value>,
 ) -> Reply {
     if let Some(t) = state.get("type")
-        && !t.as_str().is_some_and(|t| StateType::parse(t).is_ok())
+        && t.as_str().is_none_or(|t| StateType::parse(t).is_err())
     {
         let whole = Value::Object(state.clone());
         return invalid(
@@ -471,7 +500,7 @@ fn put_state(
 }
 
 /// `GET /api/task_runs/{id}`.
-pub(crate) fn read(app: &AppView, id: Uuid) -> Reply {
+pub(super) fn read(app: &AppView, id: Uuid) -> Reply {
     let index = app.index();
     match index.tasks().get(id) {
         Some(r) => Reply {
@@ -483,7 +512,7 @@ pub(crate) fn read(app: &AppView, id: Uuid) -> Reply {
 }
 
 /// `POST /api/task_runs/{id}/set_state`.
-pub(crate) fn set_state(app: &AppView, id: Uuid, text: &[u8]) -> Reply {
+pub(super) fn set_state(app: &AppView, id: Uuid, text: &[u8]) -> Reply {
     let body = match parse(text) {
         Ok(b) => b,
         Err(r) => return r,
@@ -523,217 +552,4 @@ pub(crate) fn set_state(app: &AppView, id: Uuid, text: &[u8]) -> Reply {
     put_state(app, id, None, &Map::new(), state.clone(), 201, |st| {
         Some(json!({"state": st, "status": "ACCEPT", "details": {"type": "accept_details"}}))
     })
-}
-
-/// A filter read: the matching runs in the sort's order.
-struct Filter {
-    flow_runs: Option<Vec<Uuid>>,
-    ids: Option<Vec<Uuid>>,
-    names: Option<Vec<String>>,
-    types: Option<Vec<StateType>>,
-    flow_run_null: Option<bool>,
-}
-
-fn filter_of(body: &Value) -> Result<Filter, (Vec<&'static str>, String, Value)> {
-    let mut f = Filter {
-        flow_runs: None,
-        ids: None,
-        names: None,
-        types: None,
-        flow_run_null: None,
-    };
-    let ids = |v: &Value, at: Vec<&'static str>| -> Result<Vec<Uuid>, _> {
-        let list = v
-            .as_array()
-            .ok_or((at.clone(), "a list".to_owned(), v.clone()))?;
-        list.iter()
-            .map(|x| parse_uuid(x).ok_or((at.clone(), "a UUID".to_owned(), x.clone())))
-            .collect()
-    };
-    let obj = |v: &'static str, x: &Value| -> Result<Map<String, Value>, _> {
-        match x {
-            Value::Object(o) => Ok(o.clone()),
-            Value::Null => Ok(Map::new()),
-            _ => Err((vec![v], "a dictionary".to_owned(), x.clone())),
-        }
-    };
-    let Some(top) = body.as_object() else {
-        return Ok(f);
-    };
-    if let Some(fr) = top.get("flow_runs") {
-        for (k, v) in obj("flow_runs", fr)? {
-            match (k.as_str(), &v) {
-                (_, Value::Null) => {}
-                ("id", Value::Object(o)) => {
-                    if let Some(a) = o.get("any_").filter(|a| !a.is_null()) {
-                        f.flow_runs = Some(ids(a, vec!["flow_runs", "id", "any_"])?);
-                    }
-                }
-                ("operator", _) => {}
-                _ => return Err((vec!["flow_runs"], format!("{k}: not served"), v.clone())),
-            }
-        }
-    }
-    if let Some(tr) = top.get("task_runs") {
-        for (k, v) in obj("task_runs", tr)? {
-            match (k.as_str(), &v) {
-                (_, Value::Null) | ("operator", _) => {}
-                ("id", Value::Object(o)) => {
-                    if let Some(a) = o.get("any_").filter(|a| !a.is_null()) {
-                        f.ids = Some(ids(a, vec!["task_runs", "id", "any_"])?);
-                    }
-                }
-                ("name", Value::Object(o)) => {
-                    if let Some(Value::Array(a)) = o.get("any_") {
-                        f.names = Some(
-                            a.iter()
-                                .filter_map(|s| s.as_str().map(str::to_owned))
-                                .collect(),
-                        );
-                    }
-                }
-                ("flow_run_id", Value::Object(o)) => {
-                    if let Some(a) = o.get("any_").filter(|a| !a.is_null()) {
-                        f.flow_runs = Some(ids(a, vec!["task_runs", "flow_run_id", "any_"])?);
-                    }
-                    if let Some(b) = o.get("is_null_").and_then(Value::as_bool) {
-                        f.flow_run_null = Some(b);
-                    }
-                }
-                ("state", Value::Object(o)) => {
-                    if let Some(Value::Object(t)) = o.get("type")
-                        && let Some(Value::Array(a)) = t.get("any_")
-                    {
-                        let mut types = Vec::new();
-                        for x in a {
-                            let t = x.as_str().and_then(|s| StateType::parse(s).ok()).ok_or((
-                                vec!["task_runs", "state", "type", "any_"],
-                                "a state type".to_owned(),
-                                x.clone(),
-                            ))?;
-                            types.push(t);
-                        }
-                        f.types = Some(types);
-                    }
-                }
-                _ => return Err((vec!["task_runs"], format!("{k}: not served"), v.clone())),
-            }
-        }
-    }
-    for k in ["flows", "deployments", "work_pools", "work_pool_queues"] {
-        if let Some(v) = top.get(k).filter(|v| !v.is_null()) {
-            return Err((vec![k_static(k)], "not served".into(), v.clone()));
-        }
-    }
-    Ok(f)
-}
-
-fn k_static(k: &str) -> &'static str {
-    match k {
-        "flows" => "flows",
-        "deployments" => "deployments",
-        "work_pools" => "work_pools",
-        _ => "work_pool_queues",
-    }
-}
-
-fn matching<'a>(index: &'a crate::index::Index, f: &Filter) -> Vec<&'a std::sync::Arc<TaskRun>> {
-    let tasks = index.tasks();
-    let base: Vec<&std::sync::Arc<TaskRun>> = match (&f.ids, &f.flow_runs, &f.types) {
-        (Some(ids), _, _) => ids.iter().filter_map(|i| tasks.get(*i)).collect(),
-        (None, Some(frs), _) => frs.iter().flat_map(|fr| tasks.of_flow_run(*fr)).collect(),
-        (None, None, Some(types)) => tasks.in_states(types),
-        (None, None, None) => tasks.by_expected().collect(),
-    };
-    base.into_iter()
-        .filter(|r| f.ids.as_ref().is_none_or(|ids| ids.contains(&r.id)))
-        .filter(|r| {
-            f.flow_runs
-                .as_ref()
-                .is_none_or(|frs| r.flow_run_id.is_some_and(|x| frs.contains(&x)))
-        })
-        .filter(|r| {
-            f.types
-                .as_ref()
-                .is_none_or(|ts| r.state_type.is_some_and(|t| ts.contains(&t)))
-        })
-        .filter(|r| f.names.as_ref().is_none_or(|ns| ns.contains(&r.name)))
-        .filter(|r| {
-            f.flow_run_null
-                .is_none_or(|null| r.flow_run_id.is_none() == null)
-        })
-        .collect()
-}
-
-/// `POST /api/task_runs/filter` (`count`: `/task_runs/count`).
-pub(crate) fn filter(app: &AppView, text: &[u8], count: bool) -> Reply {
-    let body = match parse(text) {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
-    let f = match filter_of(&body) {
-        Ok(f) => f,
-        Err((loc, msg, input)) => return invalid(&loc, &msg, &input, &body),
-    };
-    let index = app.index();
-    let mut runs = matching(&index, &f);
-    if count {
-        return Reply {
-            status: 200,
-            body: runs.len().to_string(),
-        };
-    }
-    let limit = match body.get("limit") {
-        None | Some(Value::Null) => 200,
-        Some(v) => match v.as_u64() {
-            Some(n) if n <= 200 => n as usize,
-            Some(_) => {
-                return Reply::detail(422, "Invalid limit: must be less than or equal to 200.");
-            }
-            None => return invalid(&["limit"], "Input should be a valid integer", v, &body),
-        },
-    };
-    let offset = match body.get("offset") {
-        None | Some(Value::Null) => 0,
-        Some(v) => match v.as_u64() {
-            Some(n) => n as usize,
-            None => return invalid(&["offset"], "Input should be a valid integer", v, &body),
-        },
-    };
-    let sort = body
-        .get("sort")
-        .and_then(Value::as_str)
-        .unwrap_or("ID_DESC");
-    match sort {
-        "ID_DESC" => runs.sort_by(|a, b| b.id.cmp(&a.id)),
-        "EXPECTED_START_TIME_ASC" => runs.sort_by_key(|r| (r.expected_start, r.id)),
-        "EXPECTED_START_TIME_DESC" => {
-            runs.sort_by(|a, b| (b.expected_start, b.id).cmp(&(a.expected_start, a.id)))
-        }
-        "NAME_ASC" => runs.sort_by(|a, b| (&a.name, a.id).cmp(&(&b.name, b.id))),
-        "NAME_DESC" => runs.sort_by(|a, b| (&b.name, b.id).cmp(&(&a.name, a.id))),
-        // Nulls last, as Prefect's.
-        "END_TIME_DESC" => {
-            runs.sort_by(|a, b| (b.end.is_some(), b.end, b.id).cmp(&(a.end.is_some(), a.end, a.id)))
-        }
-        "NEXT_SCHEDULED_START_TIME_ASC" => runs.sort_by_key(|r| (r.expected_start, r.id)),
-        other => {
-            return invalid(
-                &["sort"],
-                "Input should be a TaskRunSort",
-                &Value::from(other),
-                &body,
-            );
-        }
-    }
-    let page: Vec<Value> = runs
-        .into_iter()
-        .skip(offset)
-        .take(limit)
-        .map(|r| render(&index, r))
-        .collect();
-    Reply {
-        status: 200,
-        body: Value::Array(page).to_string(),
-    }
 }
