@@ -392,7 +392,31 @@ impl TaskIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    proptest! {
+        #[test]
+        fn any_bytes_decode_to_a_record_or_a_typed_error(
+            bytes in proptest::collection::vec(any::<u8>(), 0..256),
+            text in "\\PC{0,64}",
+        ) {
+            let rkey = "0f3a9e2c-1b4d-4e5f-8a6b-7c8d9e0f1a2b";
+            let _ = decode(TASK_RUN_NSID, rkey, &bytes);
+            let _ = decode(TASK_STATE_NSID, rkey, &bytes);
+            // A well-formed map whose body is any text.
+            let mut out = Vec::new();
+            let mut e = Encoder::new(&mut out);
+            e.map(3);
+            e.text("body");
+            e.text(&text);
+            e.text("$type");
+            e.text(TASK_STATE_NSID);
+            e.text("taskRun");
+            e.text(&text);
+            let _ = decode(TASK_STATE_NSID, rkey, &out);
+        }
+    }
 
     fn obj(v: Value) -> Map<String, Value> {
         match v {
