@@ -11,9 +11,9 @@
 //! message is one event's JSON. Bounds: a message of at most
 //! [`MAX_MESSAGE`] bytes (the client truncates a state's message at
 //! 100,000 characters), [`MAX_SOCKETS`] sockets at once (503 past it), 10
-//! s for the auth message; the queue is the socket itself: one message is
-//! read, recorded, and only then the next, so a fast client is held back
-//! by TCP and nothing queues in the server.
+//! s for the auth message, [`IDLE`] of silence at most; the queue is the
+//! socket itself: one message is read, recorded, and only then the next,
+//! so a fast client is held back by TCP and nothing queues in the server.
 //!
 //! What is kept: a `prefect.task-run.*` event is recorded as its task
 //! run's state before the next message is read (`rest::task_runs`, one
@@ -60,8 +60,12 @@ use crate::uuid::Uuid;
 
 /// An event message's bytes at most.
 pub const MAX_MESSAGE: usize = 1 << 20;
-/// Open event sockets at most.
+/// Open event sockets at most (per process).
 pub const MAX_SOCKETS: usize = 256;
+/// A socket silent this long is closed (1001): the client's websockets
+/// library pings every 20 s and its checkpoint every 30 s, so only a dead
+/// peer stays silent.
+pub const IDLE: Duration = Duration::from_secs(120);
 
 static OPEN: AtomicUsize = AtomicUsize::new(0);
 static DROPPED: AtomicU64 = AtomicU64::new(0);
@@ -199,7 +203,12 @@ where
     {
         return;
     }
-    while let Some(msg) = ws.next().await {
+    loop {
+        let msg = match tokio::time::timeout(IDLE, ws.next()).await {
+            Err(_) => return close(&mut ws, CloseCode::Away, "idle").await,
+            Ok(None) => break,
+            Ok(Some(m)) => m,
+        };
         let text = match msg {
             Ok(Message::Text(t)) => t,
             Ok(Message::Binary(b)) => match String::from_utf8(b.to_vec()) {
