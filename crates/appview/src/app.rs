@@ -248,6 +248,23 @@ impl AppView {
         Ok(Some(mutation))
     }
 
+    /// Commits the record writes `make` returns from the index under the
+    /// write lock, as one signed commit, and indexes them (the task runs'
+    /// writes, `crate::task_run`); `None` writes nothing. Returns whether
+    /// it committed.
+    pub fn commit_with(
+        &self,
+        make: impl FnOnce(&Index) -> Result<Option<Vec<RecordWrite>>>,
+    ) -> Result<bool> {
+        let _writer = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(writes) = make(&self.index())? else {
+            return Ok(false);
+        };
+        self.store.apply_writes(&self.did, writes, None)?;
+        self.catch_up()?;
+        Ok(true)
+    }
+
     /// [`apply`](Self::apply) of a workload operation.
     #[cfg(feature = "workload")]
     pub fn apply_op(&self, op: &datagen::appview::Op) -> Result<Mutation> {

@@ -105,12 +105,19 @@ pub struct Index {
     pub(crate) by_flow: UuidMap<UuidSet>,
     pub(crate) all: Sets,
     pub(crate) by_state: [Sets; 9],
+    /// Task runs (`crate::task_run`).
+    pub(crate) tasks: crate::task_run::TaskIndex,
 }
 
 impl Index {
     /// An empty index.
     pub fn new() -> Index {
         Index::default()
+    }
+
+    /// The task runs.
+    pub fn tasks(&self) -> &crate::task_run::TaskIndex {
+        &self.tasks
     }
 
     /// Runs held.
@@ -240,15 +247,18 @@ impl Index {
         let car = CarSlice::parse(commit.blocks, false)
             .map_err(|e| AppviewError::BadCommit(e.to_string()))?;
         let mut changes: Vec<(&str, Uuid, Option<Record>)> = Vec::with_capacity(commit.ops.len());
+        let mut tasks = Vec::new();
         for op in &commit.ops {
             let (collection, rkey) = op.path.split_once('/').ok_or_else(|| {
                 AppviewError::BadCommit(format!("op path {:?} has no '/'", op.path))
             })?;
-            if !is_appview_collection(collection) {
+            let task = crate::task_run::is_task_collection(collection);
+            if !task && !is_appview_collection(collection) {
                 continue;
             }
             let id = Uuid::parse(rkey)?;
             match op.action {
+                Action::Delete if task => tasks.push((collection, id, None)),
                 Action::Delete => changes.push((collection, id, None)),
                 Action::Create | Action::Update => {
                     let cid = op.cid.ok_or_else(|| {
@@ -270,11 +280,22 @@ impl Index {
                             op.path
                         )));
                     }
-                    changes.push((collection, id, record::decode(collection, rkey, block)?));
+                    if task {
+                        let r = crate::task_run::decode(collection, rkey, block)?;
+                        tasks.push((collection, id, r));
+                    } else {
+                        changes.push((collection, id, record::decode(collection, rkey, block)?));
+                    }
                 }
             }
         }
-        let n = changes.len();
+        let n = changes.len() + tasks.len();
+        for (collection, id, record) in tasks {
+            match record {
+                Some(r) => self.tasks.apply(r),
+                None => self.tasks.delete(collection, id),
+            }
+        }
         for (collection, id, record) in changes {
             match record {
                 Some(r) => self.apply_record(r),

@@ -30,6 +30,7 @@
 //! | `run_page` | [`RunPage`]: a page of runs as dense rows and one text buffer |
 //! | `filter` | [`RunFilter`], [`RunSort`]: the general flow-run read of Prefect's `/flow_runs/filter` |
 //! | `app` | [`AppView`]: the store, its repository, writes as commits, the live index |
+//! | `task_run` | task runs: their records (Prefect's JSON kept as text) and [`TaskIndex`] |
 //! | `rebuild` | the index from an exported repository alone |
 //! | `bulk` | the seeded workload straight into an index (the 10^5 tier; `workload` feature) |
 //! | `baseline_sql` | the SQL every SQL baseline shares: index table, read SQL, JSON columns |
@@ -64,7 +65,16 @@ pub mod rest;
 mod rows;
 mod run_page;
 mod sqlite;
+mod task_run;
 mod uuid;
+// The task runs' records read Prefect's RFC 3339 times with the REST
+// server's parser, also in a build without the server.
+#[cfg(not(feature = "rest"))]
+#[path = "rest/time.rs"]
+#[allow(dead_code)]
+mod rest_time;
+#[cfg(feature = "rest")]
+use rest::time as rest_time;
 
 pub use app::{APPVIEW_DID, AppView, signing_key, store_path, store_writes};
 pub use error::{AppviewError, Result};
@@ -83,6 +93,7 @@ pub use query::{
 pub use record::{decode as decode_record, encode as encode_record};
 pub use run_page::{RunPage, RunView};
 pub use sqlite::{PRAGMAS, SqliteBaseline};
+pub use task_run::{TASK_RUN_NSID, TASK_STATE_NSID, TaskIndex, TaskRecord, TaskRun, TaskRunState};
 pub use uuid::Uuid;
 
 /// The SQLite baseline's file inside an appview directory.

@@ -48,7 +48,9 @@ pub(crate) fn index_car(car: &[u8]) -> Result<Index> {
         let bytes = blocks
             .get(&cid)
             .ok_or_else(|| bad(format!("record block {cid} of {key} not in the CAR")))?;
-        if let Some(r) = record::decode(collection, rkey, bytes)? {
+        if let Some(r) = crate::task_run::decode(collection, rkey, bytes)? {
+            index.tasks.apply(r);
+        } else if let Some(r) = record::decode(collection, rkey, bytes)? {
             index.apply_record(r);
         }
     }

@@ -279,7 +279,7 @@ fn requests_outside_the_subset_are_refused_in_prefects_shapes() {
     );
     assert_eq!((st, e["exception_message"].as_str().is_some()), (404, true));
     assert_eq!(
-        post(&s, "/api/task_runs/filter", json!({})),
+        post(&s, "/api/no_such_route/filter", json!({})),
         (404, json!({"detail": "Not Found"}))
     );
     assert_eq!(

@@ -17,6 +17,8 @@
 //! | `POST /api/flow_runs/filter` | runs: `flow_runs.state.type.any_`, `flows.id.any_`, `start_time`/`expected_start_time`/`end_time` `after_`/`before_`, every `sort`, `limit` (default and maximum 200), `offset` |
 //! | `POST /api/flow_runs/count` | the count of the same filter, a bare integer |
 //!
+//! | `/api/task_runs/...`, `GET /api/events/in` (WebSocket), `POST /api/events/filter` | task runs and events: `task_runs`, `events` |
+//!
 //! Anything else is refused as Prefect would: 404 `Not Found` for another
 //! path, 405 for another method, 422 in Prefect's validation shape naming
 //! the field for a body that is not JSON, a bad value or enum, an unknown
@@ -26,10 +28,13 @@
 //! (orchestration, names, ids), `render` (fields the model does not hold),
 //! `crate::filter` (null order).
 
+pub mod events;
 mod render;
 mod request;
 pub mod routes;
 mod server;
+mod task_filter;
+mod task_runs;
 pub mod time;
 
 use std::net::SocketAddr;

@@ -21,7 +21,9 @@ use crate::model::{Mutation, StateType};
 use crate::plan::{Input, NewFlow, NewRun, NewState};
 use crate::rest::render;
 use crate::rest::request::{self, Invalid, Loc, PageError};
+use crate::rest::task_runs::{self, Reply as TaskReply, TaskRoute};
 use crate::rest::time;
+use crate::rest::{events, task_filter};
 use crate::run_page::RunPage;
 use crate::uuid::Uuid;
 
@@ -53,6 +55,8 @@ pub enum Route {
     ReadRun(Uuid),
     /// `POST /api/flow_runs/{id}/set_state`.
     SetState(Uuid),
+    /// The task-run and event routes (`rest::task_runs`, `rest::events`).
+    Task(TaskRoute),
 }
 
 impl Route {
@@ -60,8 +64,45 @@ impl Route {
     pub fn writes(self) -> bool {
         matches!(
             self,
-            Route::CreateFlow | Route::CreateRun | Route::SetState(_)
+            Route::CreateFlow
+                | Route::CreateRun
+                | Route::SetState(_)
+                | Route::Task(TaskRoute::Create | TaskRoute::SetState(_))
         )
+    }
+}
+
+/// Answers a task-run or event route (the upgrade of `/events/in` is the
+/// server's, `rest::events::upgrade`).
+fn respond_task(app: &AppView, route: TaskRoute, text: &[u8]) -> TaskReply {
+    match route {
+        TaskRoute::Create => task_runs::create(app, text),
+        TaskRoute::Filter => task_filter::filter(app, text, false),
+        TaskRoute::Count => task_filter::filter(app, text, true),
+        TaskRoute::Read(id) => task_runs::read(app, id),
+        TaskRoute::SetState(id) => task_runs::set_state(app, id, text),
+        TaskRoute::EventsFilter => events::filter(app, text),
+        TaskRoute::EventsIn => TaskReply::detail(400, "/api/events/in is a WebSocket endpoint"),
+        TaskRoute::ReadFlow(id) => match app.index().flows.get(&id) {
+            Some(f) => {
+                let mut out = String::with_capacity(256);
+                render::flow(&mut out, f);
+                TaskReply {
+                    status: 200,
+                    body: out,
+                }
+            }
+            None => TaskReply::detail(404, "Flow not found"),
+        },
+    }
+}
+
+impl From<TaskReply> for Reply {
+    fn from(r: TaskReply) -> Reply {
+        Reply {
+            status: r.status,
+            body: r.body,
+        }
     }
 }
 
@@ -146,6 +187,26 @@ pub fn route(method: &str, path: &str) -> Result<Route, Reply> {
         "flow_runs/" => ("POST", Route::CreateRun),
         "flow_runs/filter" => ("POST", Route::ReadRuns),
         "flow_runs/count" => ("POST", Route::CountRuns),
+        "task_runs/" => ("POST", Route::Task(TaskRoute::Create)),
+        "task_runs/filter" => ("POST", Route::Task(TaskRoute::Filter)),
+        "task_runs/count" => ("POST", Route::Task(TaskRoute::Count)),
+        "events/in" => ("GET", Route::Task(TaskRoute::EventsIn)),
+        "events/filter" => ("POST", Route::Task(TaskRoute::EventsFilter)),
+        _ if rest.starts_with("flows/") => {
+            let id = &rest["flows/".len()..];
+            let id = Uuid::parse(&id.to_ascii_lowercase()).map_err(|_| not_found())?;
+            ("GET", Route::Task(TaskRoute::ReadFlow(id)))
+        }
+        _ if rest.starts_with("task_runs/") => {
+            let tail = &rest["task_runs/".len()..];
+            let (id, action) = tail.split_once('/').unwrap_or((tail, ""));
+            let id = Uuid::parse(&id.to_ascii_lowercase()).map_err(|_| not_found())?;
+            match action {
+                "" => ("GET", Route::Task(TaskRoute::Read(id))),
+                "set_state" => ("POST", Route::Task(TaskRoute::SetState(id))),
+                _ => return Err(not_found()),
+            }
+        }
         _ => {
             let tail = rest.strip_prefix("flow_runs/").ok_or_else(not_found)?;
             let (id, action) = tail.split_once('/').unwrap_or((tail, ""));
@@ -183,10 +244,18 @@ pub fn respond(app: &AppView, route: Route, text: &[u8]) -> Reply {
         Route::Version => return Reply::json(200, format!("\"{API_VERSION}\"")),
         Route::CsrfToken => return Reply::detail(422, "CSRF protection is disabled."),
         Route::ReadRun(id) => return read_run(app, id),
+        Route::Task(t) => return respond_task(app, t, text).into(),
         _ => match parse_body(text) {
             Ok(v) => v,
             Err(r) => return r,
         },
+    };
+    // A subflow's lookup (`flow_runs.parent_task_run_id`), answered from
+    // the task runs' links (`rest::task_runs`).
+    let mut body = body;
+    let parents = match route {
+        Route::ReadRuns => task_runs::take_parent_filter(app, &mut body),
+        _ => None,
     };
     let page = |e: PageError| match e {
         PageError::Invalid(i) => Reply::invalid(&i, &body),
@@ -198,17 +267,42 @@ pub fn respond(app: &AppView, route: Route, text: &[u8]) -> Reply {
             Err(e) => Reply::invalid(&e, &body),
         },
         Route::CreateRun => match request::flow_run_create(&body) {
-            Ok(r) => create_run(app, r),
+            Ok(r) => {
+                let reply = create_run(app, r);
+                task_runs::link_subflow(app, &body, reply.status, &reply.body)
+                    .map_or(reply, Reply::from)
+            }
             Err(e) => Reply::invalid(&e, &body),
         },
         Route::SetState(id) => match request::set_state(&body) {
-            Ok(s) => set_state(app, id, s),
+            Ok(s) => {
+                let reply = set_state(app, id, s);
+                task_runs::mirror_to_parent(app, id, reply.status, &reply.body)
+                    .map_or(reply, Reply::from)
+            }
             Err(e) => Reply::invalid(&e, &body),
         },
         Route::ReadRuns => match request::runs_read(&body) {
             Ok(q) => {
                 let index = app.index();
-                let runs = index.filter_runs(&q.filter, q.sort, q.offset, q.limit);
+                let runs = match &parents {
+                    None => index.filter_runs(&q.filter, q.sort, q.offset, q.limit),
+                    // Rare (once per subflow call) and few: the whole
+                    // filter's order, then the children, then the page.
+                    Some(children) => {
+                        let all = index.filter_runs(&q.filter, q.sort, 0, usize::MAX);
+                        let mut page = RunPage::with_capacity(children.len());
+                        for r in all
+                            .iter()
+                            .filter(|r| children.contains(&r.id()))
+                            .skip(q.offset)
+                            .take(q.limit)
+                        {
+                            page.push(&r.to_run());
+                        }
+                        page
+                    }
+                };
                 let now = time::now_us();
                 let mut out = String::with_capacity(2048 * runs.len() + 2);
                 out.push('[');
@@ -236,7 +330,9 @@ pub fn respond(app: &AppView, route: Route, text: &[u8]) -> Reply {
             }
             Err(e) => page(e),
         },
-        Route::Health | Route::Version | Route::CsrfToken | Route::ReadRun(_) => not_found(),
+        Route::Health | Route::Version | Route::CsrfToken | Route::ReadRun(_) | Route::Task(_) => {
+            not_found()
+        }
     }
 }
 
@@ -429,9 +525,10 @@ mod tests {
         );
         assert_eq!(route("GET", "/api/flow_runs/xyz").unwrap_err().status, 404);
         assert_eq!(
-            route("POST", "/api/task_runs/filter").unwrap_err().status,
-            404
+            route("POST", "/api/task_runs/filter"),
+            Ok(Route::Task(TaskRoute::Filter))
         );
+        assert_eq!(route("POST", "/api/task_runs/xyz").unwrap_err().status, 404);
         assert_eq!(route("GET", "/health").unwrap_err().status, 404);
     }
 

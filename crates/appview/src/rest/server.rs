@@ -50,6 +50,9 @@ async fn handle(
         Ok(r) => r,
         Err(reply) => return response(reply),
     };
+    if route == routes::Route::Task(crate::rest::task_runs::TaskRoute::EventsIn) {
+        return crate::rest::events::upgrade(app, req);
+    }
     let limit = config.max_body_bytes;
     let declared = req
         .headers()
@@ -138,7 +141,8 @@ pub async fn serve(
                 .keep_alive(true)
                 .timer(TokioTimer::new())
                 .header_read_timeout(Duration::from_secs(30))
-                .serve_connection(TokioIo::new(stream), svc);
+                .serve_connection(TokioIo::new(stream), svc)
+                .with_upgrades();
             tokio::pin!(conn);
             tokio::select! {
                 _ = conn.as_mut() => {}

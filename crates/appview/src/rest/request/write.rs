@@ -44,8 +44,10 @@ fn state_create(v: &Value, at: &At<'_>) -> Res<StateCreate> {
     let m = object(v, at)?;
     keys(
         m,
-        &["type", "name", "message", "state_details"],
-        &["data"],
+        // `data`: a failed run's result record (where the client stored the
+        // exception); accepted, not stored.
+        &["type", "name", "message", "state_details", "data"],
+        &[],
         at,
     )?;
     if let Some(d) = field(m, "state_details") {
@@ -106,10 +108,12 @@ pub fn flow_run_create(v: &Value) -> Res<FlowRunCreate> {
             "parameters",
             "empirical_policy",
             "tags",
+            // A subflow's: the parent's task run (`POST /task_runs/`);
+            // accepted, not stored in the run's record.
+            "parent_task_run_id",
         ],
         &[
             "context",
-            "parent_task_run_id",
             "infrastructure_document_id",
             "labels",
             "idempotency_key",

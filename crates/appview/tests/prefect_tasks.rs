@@ -1,0 +1,229 @@
+//! A Prefect user's flows and tasks, unchanged, against the appview's REST
+//! server: `tests/prefect/user_flows.py` runs in the venv that
+//! `scripts/prefect_venv.py` installs (prefect 3.9.1) with
+//! `PREFECT_API_URL` at a server this test starts in process: `@task`
+//! calls in sequence, `.submit()`, `.map()`, a retry that fails once, a
+//! task that fails, a flow that raises (FAILED), a subflow,
+//! `flow.with_options`, then `prefect task-run ls` and `prefect task-run
+//! inspect ID`. Afterwards this test reads back through the REST API that
+//! every flow run's final state, every task run and every task-run state
+//! the client reported is there (the subflow's tracking task run, which
+//! the client creates with `POST /task_runs/`, is the one state not sent
+//! as an event), and that the index equals one rebuilt from the
+//! repository.
+//!
+//! Without the venv it skips with the reason; under `BENCH_REQUIRE_LIVE=1`
+//! (CI) it fails instead.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use appview::AppView;
+use appview::rest::{RestConfig, RunningRest, spawn};
+use serde_json::{Value, json};
+
+fn venv_python() -> Result<PathBuf, String> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let status = Command::new("python3")
+        .arg(root.join("scripts/prefect_venv.py"))
+        .arg("--check")
+        .output()
+        .map_err(|e| format!("python3 not runnable: {e}"))?;
+    if !status.status.success() {
+        return Err(format!(
+            "the Prefect venv is not installed (python3 scripts/prefect_venv.py): {}",
+            String::from_utf8_lossy(&status.stderr).trim()
+        ));
+    }
+    Ok(PathBuf::from(
+        String::from_utf8_lossy(&status.stdout).trim(),
+    ))
+}
+
+fn call(server: &RunningRest, method: &str, path: &str, body: &Value) -> (u16, Value) {
+    let text = body.to_string();
+    let mut s = TcpStream::connect(server.addr()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{text}",
+        text.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out[9..12].parse().unwrap();
+    let body = out.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+#[test]
+fn a_users_flows_and_tasks_run_unchanged_and_every_reported_state_is_kept() {
+    let python = match venv_python() {
+        Ok(p) => p,
+        Err(reason) => {
+            if std::env::var("BENCH_REQUIRE_LIVE").is_ok_and(|v| v == "1") {
+                panic!("BENCH_REQUIRE_LIVE=1: {reason}");
+            }
+            eprintln!("skipped prefect_tasks: {reason}");
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let app =
+        Arc::new(AppView::open(&dir.path().join("appview"), store::Config::default()).unwrap());
+    let server = spawn(
+        app.clone(),
+        RestConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            workers: 2,
+            ..RestConfig::default()
+        },
+    )
+    .unwrap();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/prefect/user_flows.py");
+    let out = Command::new(python)
+        .arg(script)
+        .current_dir(dir.path())
+        .env("PREFECT_API_URL", server.api_url())
+        .env("PREFECT_HOME", dir.path().join("prefect-home"))
+        .env("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+        .env("PREFECT_LOGGING_LEVEL", "WARNING")
+        .env("COLUMNS", "200")
+        .env_remove("PREFECT_API_KEY")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the script failed: {stderr}");
+    assert!(
+        !stderr.contains("Unable to connect to") && !stderr.contains("failed to process item"),
+        "the client lost events: {stderr}"
+    );
+    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    assert_eq!(summary["ls_rc"], 0, "prefect task-run ls");
+    assert_eq!(summary["inspect_rc"], 0, "prefect task-run inspect");
+    let inspected = summary["inspected"].as_str().unwrap();
+    assert!(summary["inspect_out"].as_str().unwrap().contains(inspected));
+
+    // Every flow run in the state the client saw it end in.
+    let runs = summary["runs"].as_object().unwrap();
+    let expected_final = [
+        ("sequential", "COMPLETED"),
+        ("submit_and_map", "COMPLETED"),
+        ("retry", "COMPLETED"),
+        ("failing_task", "COMPLETED"),
+        ("raises", "FAILED"),
+        ("parent", "COMPLETED"),
+        ("renamed", "COMPLETED"),
+    ];
+    let mut task_runs_of: BTreeMap<String, usize> = BTreeMap::new();
+    for (name, state) in expected_final {
+        let id = runs[name]["flow_run_id"].as_str().unwrap();
+        assert_eq!(runs[name]["state"], state, "{name}: the client's view");
+        let (status, run) = call(
+            &server,
+            "GET",
+            &format!("/api/flow_runs/{id}"),
+            &Value::Null,
+        );
+        assert_eq!(status, 200, "{name}");
+        assert_eq!(run["state_type"], state, "{name}: the server's");
+        let (_, trs) = call(
+            &server,
+            "POST",
+            "/api/task_runs/filter",
+            &json!({"flow_runs": {"id": {"any_": [id]}}}),
+        );
+        task_runs_of.insert(name.into(), trs.as_array().unwrap().len());
+        for tr in trs.as_array().unwrap() {
+            assert_eq!(tr["flow_run_id"], id);
+        }
+    }
+    println!("task runs per flow run: {task_runs_of:?}");
+    assert_eq!(task_runs_of["sequential"], 3);
+    assert_eq!(task_runs_of["submit_and_map"], 4);
+    assert_eq!(task_runs_of["renamed"], 3);
+    assert_eq!(task_runs_of["parent"], 1, "the subflow's tracking task run");
+    // It follows its subflow's states, as on Prefect's server.
+    let parent = runs["parent"]["flow_run_id"].as_str().unwrap();
+    let (_, tracking) = call(
+        &server,
+        "POST",
+        "/api/task_runs/filter",
+        &json!({"flow_runs": {"id": {"any_": [parent]}}}),
+    );
+    assert_eq!(tracking[0]["state_type"], "COMPLETED", "{tracking}");
+
+    // Every state the client reported, and each task run's last one
+    // current.
+    let reported = summary["reported"].as_array().unwrap();
+    let (status, count) = call(&server, "POST", "/api/task_runs/count", &Value::Null);
+    assert_eq!(status, 200);
+    let mut last: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
+    for e in reported {
+        let tr = e["task_run"].as_str().unwrap();
+        let at = e["occurred"].as_str().unwrap();
+        let ty = e["type"].as_str().unwrap();
+        if last.get(tr).is_none_or(|(t, _)| *t <= at) {
+            last.insert(tr, (at, ty));
+        }
+    }
+    // The tracking task run is the one not reported as events.
+    assert_eq!(count.as_u64().unwrap() as usize, last.len() + 1);
+    assert!(!last.contains_key(tracking[0]["id"].as_str().unwrap()));
+    for (tr, (_, ty)) in &last {
+        let (status, run) = call(
+            &server,
+            "GET",
+            &format!("/api/task_runs/{tr}"),
+            &Value::Null,
+        );
+        assert_eq!(status, 200, "{tr}");
+        assert_eq!(run["state_type"], *ty, "{tr}");
+        assert_eq!(run["state"]["type"], *ty, "{tr}");
+    }
+    let mut recorded = BTreeSet::new();
+    for tr in last.keys() {
+        let (_, page) = call(
+            &server,
+            "POST",
+            "/api/events/filter",
+            &json!({"filter": {"resource": {"id": [format!("prefect.task-run.{tr}")]}}, "limit": 200}),
+        );
+        for e in page["events"].as_array().unwrap() {
+            recorded.insert(e["id"].as_str().unwrap().to_owned());
+        }
+    }
+    let reported_ids: BTreeSet<String> = reported
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_owned())
+        .collect();
+    println!(
+        "task-run states reported {} / found {}",
+        reported_ids.len(),
+        reported_ids.intersection(&recorded).count()
+    );
+    assert_eq!(reported_ids, recorded, "every reported state, and no other");
+    let retry = reported.iter().filter(|e| e["name"] == "Retrying").count();
+    assert_eq!(retry, 1, "the retry that fails once");
+    assert!(
+        reported.iter().any(|e| e["type"] == "FAILED"),
+        "the failing task"
+    );
+
+    let index = app.index();
+    assert_eq!(
+        *index,
+        app.rebuild_index().unwrap(),
+        "the index is the repository's"
+    );
+    drop(index);
+    server.shutdown();
+}
