@@ -4,10 +4,12 @@ A pair is one measurement of the baseline build and one of the working tree's bu
 same id, taken seconds apart (drive.py). Its ratio is head / base (above 1 is slower).
 Per row: the median of the pairs' ratios, their min and max.
 
-The floor of a run is the larger of `minimum` (2 % by default) and the controls' spread:
-the largest |median ratio - 1| among the control rows, the rows the change cannot reach
-(targets.py). A control moved by that much with no code change, so a smaller move of any
-row is not evidence. A row's own noise is how far its own measurements of one build moved
+The floor of a row is the larger of `minimum` (2 % by default) and the spread of the controls
+of its kind of work (kinds.py: cpu, memory, io, network, threads): the largest |median ratio -
+1| among the control rows of that kind, the rows the change cannot reach (targets.py). A
+control moved by that much with no code change, so a smaller move of a row of that kind is
+not evidence. A row whose kind has no control in the run (or has no kind) is held to the
+spread of all controls, the old single floor, which `Outcome.floor` still gives. A row's own noise is how far its own measurements of one build moved
 from pair to pair: the larger of max/min - 1 over the baseline's measurements and over the
 head's. A row whose build moves by 80 % between pairs with no change at all (a 100-caller
 row on a loaded machine) cannot show a 60 % change, however the pairs happen to fall.
@@ -23,7 +25,7 @@ Pure functions over numbers; `record` gives the "paired" rows of the snapshot JS
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 DEFAULT_MINIMUM = 0.02
 DEFAULT_PAIRS = 5
@@ -39,6 +41,7 @@ class Measured:
     control: bool
     base_ns: tuple[float, ...]
     head_ns: tuple[float, ...]
+    kind: str | None = None
 
     @property
     def ratios(self) -> list[float]:
@@ -69,17 +72,31 @@ class Row:
     high: float
     noise: float
     verdict: str
+    kind: str | None = None
+    floor: float | None = None
+
+
+@dataclass(frozen=True)
+class KindFloor:
+    """One kind's floor: its controls' spread (None: no control of the kind ran, so the floor
+    is all controls'), how many controls, how many of our rows."""
+
+    floor: float
+    spread: float | None
+    controls: int
+    rows: int
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """Every paired row (flagged first), the floor, and the controls' spread (None without
-    controls)."""
+    """Every paired row (flagged first), the floor of all controls, their spread (None without
+    controls), and the floor of each kind of work present."""
 
     rows: list[Row]
     floor: float
     controls_spread: float | None
     minimum: float
+    kinds: dict[str, KindFloor] = field(default_factory=dict)
 
     def count(self, verdict: str) -> int:
         return sum(1 for row in self.rows if row.verdict == verdict and not row.control)
@@ -109,12 +126,34 @@ def controls_spread(measured: list[Measured]) -> float | None:
     return max(moves) if moves else None
 
 
-def analyse(measured: list[Measured], minimum: float = DEFAULT_MINIMUM) -> Outcome:
-    """The rows with their verdicts, flagged rows first (largest move first)."""
+NO_KIND = "unclassified"
+
+
+def kind_floors(measured: list[Measured], minimum: float) -> dict[str, KindFloor]:
+    """The floor of each kind present: its own controls' spread, else all controls'."""
+    every = controls_spread(measured)
+    floors = {}
+    for kind in sorted({m.kind or NO_KIND for m in measured}):
+        mine = [m for m in measured if (m.kind or NO_KIND) == kind]
+        own = controls_spread(mine) if kind != NO_KIND else None
+        floors[kind] = KindFloor(
+            max(minimum, own if own is not None else (every or 0.0)), own,
+            sum(1 for m in mine if m.control), sum(1 for m in mine if not m.control),
+        )
+    return floors
+
+
+def analyse(measured: list[Measured], minimum: float = DEFAULT_MINIMUM, kind_of=None) -> Outcome:
+    """The rows with their verdicts, flagged rows first (largest move first). `kind_of(id)`
+    names a row's kind of work where the measurement does not (kinds.Kinds.of)."""
+    if kind_of is not None:
+        measured = [m if m.kind else replace(m, kind=kind_of(m.id)) for m in measured]
     spread = controls_spread(measured)
-    floor = max(minimum, spread or 0.0)
+    overall = max(minimum, spread or 0.0)
+    floors = kind_floors(measured, minimum)
     rows = []
     for m in measured:
+        floor = floors[m.kind or NO_KIND].floor
         ratios = m.ratios
         if len(ratios) != len(m.base_ns) or not ratios:
             continue  # a baseline median of zero cannot make a ratio
@@ -124,11 +163,11 @@ def analyse(measured: list[Measured], minimum: float = DEFAULT_MINIMUM) -> Outco
         rows.append(
             Row(
                 m.id, m.target, m.control, m.base_ns, m.head_ns, tuple(ratios), middle, min(ratios), max(ratios),
-                noise, word,
+                noise, word, m.kind, floor,
             )
         )
     rows.sort(key=lambda r: (ORDER[r.verdict], r.control, -abs(r.ratio - 1), r.target, r.id))
-    return Outcome(rows, floor, spread, minimum)
+    return Outcome(rows, overall, spread, minimum, floors)
 
 
 def record(outcome: Outcome) -> dict:
@@ -136,6 +175,15 @@ def record(outcome: Outcome) -> dict:
     return {
         "floor_pct": round(outcome.floor * 100, 3),
         "controls_spread_pct": None if outcome.controls_spread is None else round(outcome.controls_spread * 100, 3),
+        "floors_by_kind": {
+            kind: {
+                "floor_pct": round(k.floor * 100, 3),
+                "controls_spread_pct": None if k.spread is None else round(k.spread * 100, 3),
+                "controls": k.controls,
+                "rows": k.rows,
+            }
+            for kind, k in outcome.kinds.items()
+        },
         "rows": [
             {
                 "id": row.id,
@@ -147,6 +195,8 @@ def record(outcome: Outcome) -> dict:
                 "max": round(row.high, 5),
                 "noise_pct": round(row.noise * 100, 3),
                 "verdict": row.verdict,
+                "kind": row.kind,
+                "floor_pct": None if row.floor is None else round(row.floor * 100, 3),
                 "base_ns": [round(v, 3) for v in row.base_ns],
                 "head_ns": [round(v, 3) for v in row.head_ns],
             }

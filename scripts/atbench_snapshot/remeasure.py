@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import builds, drive, history, pairing, targets
+from . import builds, drive, history, kinds, pairing, targets
 from .criterion import split_id
 from .proc import ProcError, git
 from .registry import Group
@@ -43,6 +43,7 @@ class Plan:
     uses: dict[str, set[str]]
     workspace: targets.Workspace
     modules: dict[str, set[str]] | None = None  # harness modules per target
+    workspace_root: Path | None = None  # where units.toml's [kinds] is read
 
 
 @dataclass
@@ -96,7 +97,7 @@ def plan(root: Path, base_ref: str) -> Plan:
     uses = targets.target_crates(ws, root, modules)
     change = targets.classify(ws, files)
     touched = targets.touched_targets(ws, uses, change, modules)
-    return Plan(base_sha, head_sha, dirty, files, change, touched, uses, ws, modules)
+    return Plan(base_sha, head_sha, dirty, files, change, touched, uses, ws, modules, root)
 
 
 def change_for(p: Plan, target: str) -> targets.Change:
@@ -147,6 +148,7 @@ def execute(
     minimum: float = pairing.DEFAULT_MINIMUM,
     regex: str | None = None,
     skipped: dict[str, str] | None = None,
+    kind_of=None,
 ) -> Result:
     """Measure every selected target in pairs and judge the rows."""
     measured: list[pairing.Measured] = []
@@ -161,7 +163,9 @@ def execute(
         measured += done.measured
         modes[target], unpaired[target], seconds[target] = done.mode, done.unpaired, done.seconds
         drive.progress(f"{target}: {len(done.measured)} ids paired in {done.seconds:.0f} s ({done.mode})")
-    outcome = pairing.analyse(measured, minimum)
+    if kind_of is None:
+        kind_of = kinds.load(p.workspace_root / "benches" / "units.toml").of if p.workspace_root else None
+    outcome = pairing.analyse(measured, minimum, kind_of)
     return Result(p, why, outcome, modes, unpaired, seconds, settings.pairs, dict(skipped or {}))
 
 

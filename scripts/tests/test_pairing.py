@@ -80,7 +80,7 @@ class RuleTest(unittest.TestCase):
         record = pairing.record(outcome)
         self.assertEqual(record["floor_pct"], 4.0)
         self.assertEqual(record["rows"][0]["ratios"], [1.06, 1.07, 1.05])
-        self.assertEqual(set(record["rows"][0]), {"id", "target", "control", "ratios", "ratio", "min", "max",
+        self.assertEqual(set(record["rows"][0]), {"id", "target", "control", "ratios", "ratio", "min", "max", "kind", "floor_pct",
                                                   "noise_pct", "verdict", "base_ns", "head_ns"})
 
     def test_no_controls_leaves_the_minimum(self) -> None:
