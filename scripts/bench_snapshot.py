@@ -109,6 +109,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="also re-measure this bench target though the change does not reach it (repeatable)",
     )
     pairs.add_argument("--pairs", type=_pairs, default=5, help="pairs per id (default 5)")
+    pairs.add_argument(
+        "--max-pairs", type=_pairs, default=15,
+        help="budget of an undecided id: 5 more pairs at a time up to this many in all (default 15; "
+        "= --pairs: no extension)",
+    )
     pairs.add_argument("--quick", action="store_true", help="quick preset for the pairs (default: BENCH_QUICK)")
     pairs.add_argument("--features", default="bench-internals", help="cargo features of both builds")
     args = parser.parse_args(argv)

@@ -171,6 +171,12 @@ def render(
         lines.append("Re-measured: " + "; ".join(f"{t} ({cell(n['why'])})" for t, n in sorted(remeasured.items())) + ".")
     else:
         lines.append("Nothing re-measured: the change reaches no bench target that ran.")
+    if paired.get("extended"):
+        seq = paired.get("sequential") or {}
+        lines.append(
+            f"{len(paired['extended'])} undecided id(s) got more pairs (up to {seq.get('max_pairs', '?')}; "
+            f"sign-test false-positive rate {seq.get('false_positive_rate_pct', '?')} %)."
+        )
     notes = warnings(paired)
     rows = verdict_rows(paired)
     room = LIMIT - len(lines) - len(notes) - 6  # banner, blank, header, rule, "… N more", blank

@@ -143,7 +143,9 @@ def kind_floors(measured: list[Measured], minimum: float) -> dict[str, KindFloor
     return floors
 
 
-def analyse(measured: list[Measured], minimum: float = DEFAULT_MINIMUM, kind_of=None) -> Outcome:
+def analyse(
+    measured: list[Measured], minimum: float = DEFAULT_MINIMUM, kind_of=None, extended: set[str] | None = None
+) -> Outcome:
     """The rows with their verdicts, flagged rows first (largest move first). `kind_of(id)`
     names a row's kind of work where the measurement does not (kinds.Kinds.of)."""
     if kind_of is not None:
@@ -159,7 +161,12 @@ def analyse(measured: list[Measured], minimum: float = DEFAULT_MINIMUM, kind_of=
             continue  # a baseline median of zero cannot make a ratio
         middle = statistics.median(ratios)
         noise = m.noise
-        word = "same" if m.control else verdict(ratios, floor, noise)
+        if m.control:
+            word = "same"
+        elif extended and m.id in extended:
+            word = sequential_verdict(ratios, floor)
+        else:
+            word = verdict(ratios, floor, noise)
         rows.append(
             Row(
                 m.id, m.target, m.control, m.base_ns, m.head_ns, tuple(ratios), middle, min(ratios), max(ratios),
@@ -203,3 +210,78 @@ def record(outcome: Outcome) -> dict:
             for row in outcome.rows
         ],
     }
+
+
+# --- pairs where undecided (issue 48 item 3) -------------------------------------------------
+#
+# A row whose pairs all agree in direction and whose median move sits past its bar (the floor
+# or its own noise, whichever is larger) but not past twice the bar is *undecided*: the first
+# STAGE pairs would flag it, yet a machine that drifts by about the bar does that too. It gets
+# more pairs, STAGE at a time, up to `max_pairs` in all (the budget), and its verdict is then a
+# sign test on all its pairs: at least `needed(n)` of n pairs in the median's direction, and
+# the median move still past the floor. A row decided at the first stage (past twice the bar, or
+# not past the bar, or with a dissenting pair) keeps the one-stage rule.
+#
+# False-positive rate: under no change, with pairs independent and each as likely to come out
+# either way, the one-stage rule flags a row when all 5 agree: 2 / 2^5 = 6.25 % of rows before
+# the floor is applied (the floor is what brings it to ~0). needed(n) is the least k with
+# P(Binom(n, 1/2) >= k) <= 1/32 (the one-stage rule's one-sided level), and a row reaches the
+# extension only after 5 of 5 agreed, so the sequence's sign-test false-positive rate is
+# P(5 agree) x P(the extended test passes | 5 agreed) <= 6.25 % (`false_positive_rate` computes
+# it exactly: 1.07 % for 15 pairs, 1.17 % for 10, against 6.25 % for the same rows under the
+# one-stage rule).
+
+STAGE = 5
+DEFAULT_MAX_PAIRS = 15
+
+
+def _tail(n: int, k: int) -> float:
+    """P(Binom(n, 1/2) >= k)."""
+    from math import comb
+
+    return sum(comb(n, j) for j in range(k, n + 1)) / 2**n
+
+
+def needed(n: int) -> int:
+    """The least number of n pairs that must agree for a verdict (n pairs in all)."""
+    return next(k for k in range(n + 1) if _tail(n, k) <= 1 / 32)
+
+
+def undecided(ratios: list[float] | tuple[float, ...], floor: float, noise: float = 0.0) -> bool:
+    """Whether a row gets more pairs: all pairs agree and its move sits in (bar, 2 x bar]."""
+    if not ratios or statistics.median(ratios) <= 0:
+        return False
+    middle = statistics.median(ratios)
+    bar = max(floor, noise)
+    move = middle - 1 if middle >= 1 else 1 / middle - 1
+    agree = all(r > 1 for r in ratios) or all(r < 1 for r in ratios)
+    return agree and bar < move <= 2 * bar
+
+
+def sequential_verdict(ratios: list[float] | tuple[float, ...], floor: float) -> str:
+    """The verdict of a row that was extended past STAGE pairs: at least needed(n) of its n
+    pairs in the median's direction and the median move past the floor. The row's own noise
+    is no bar here: it guards 5 pairs that may fall lucky, and any dissenting pair raises it to
+    about the move itself; over n pairs the sign test is that guard."""
+    if len(ratios) <= STAGE:
+        return verdict(list(ratios), floor)
+    middle = statistics.median(ratios)
+    bar = floor
+    slower = sum(1 for r in ratios if r > 1)
+    faster = sum(1 for r in ratios if r < 1)
+    if middle > 1 and slower >= needed(len(ratios)) and middle - 1 > bar:
+        return "slower"
+    if 0 < middle < 1 and faster >= needed(len(ratios)) and 1 / middle - 1 > bar:
+        return "faster"
+    return "same"
+
+
+def false_positive_rate(max_pairs: int = DEFAULT_MAX_PAIRS) -> float:
+    """The sign-test false-positive rate of an extended row (see above), exactly: both
+    directions, the first STAGE pairs all agreeing, then the extended test at max_pairs."""
+    if max_pairs <= STAGE:
+        return 2 / 2**STAGE
+    extra = max_pairs - STAGE
+    k = needed(max_pairs)
+    # given the first 5 agree (one way), the rest need k - 5 more of `extra` the same way
+    return 2 / 2**STAGE * _tail(extra, max(0, k - STAGE))

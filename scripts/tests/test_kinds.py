@@ -172,3 +172,11 @@ class CommittedLatestTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class WaitKernelsTest(unittest.TestCase):
+    def test_wait_kernels_are_controls_but_not_the_fingerprint(self) -> None:
+        from atbench_snapshot import machine
+
+        results = {i: {"median_ns": 1.0} for i in NEW_KERNELS + ["calibrate.cpu/fixed/1MiB"]}
+        self.assertEqual(list(machine.calibration_medians(results)), ["calibrate.cpu/fixed/1MiB"])
