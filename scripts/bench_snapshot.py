@@ -10,7 +10,9 @@ Reads Criterion 0.8.2's output (<target>/criterion/**/new/{benchmark,estimates}.
 harness sidecars (<target>/atbench/latency/*.json, <target>/atbench/context/*.json), the
 peers' results (<target>/atbench/peers/*.json, from BENCH_PEERS=1 runs),
 benches/units.toml, bench-history/renames.json and data/MANIFEST.json, and writes
-bench-history/bench-<UTC>.json, bench-history/bench-<UTC>.md and bench-history/latest.md, and
+bench-history/bench-<UTC>.json, bench-history/bench-<UTC>.md (the full page) and
+bench-history/latest.md (the reviewer's page: a first screen of at most 30 lines, then a
+summary; atbench_snapshot/first_screen.py), and
 regenerates the result tables of README.md (scripts/readme_results.py) when it has them.
 
 Verdicts come only from the paired re-measurement (atbench_snapshot/remeasure.py): the
@@ -18,9 +20,11 @@ baseline snapshot (the newest earlier one, or --against-tag / --baseline) names 
 that commit is checked out into <target>/paired/base, built with a target dir of its own, and
 each id of every bench target the change since that commit can reach is measured on both
 builds in pairs, seconds apart (--pairs, default 5). A verdict needs every pair to agree and
-the median ratio past the floor (2 % or the spread of the controls, rows the change cannot
-reach, whichever is larger) and past the row's own noise (how far one build's measurements of
-it moved from pair to pair). Targets the change does not reach read "code unchanged";
+the median ratio past the floor (2 % or the spread of the controls of the row's kind of work,
+units.toml [kinds], rows the change cannot reach, whichever is larger) and past the row's own
+noise (how far one build's measurements of it moved from pair to pair). A row left undecided
+(agreeing, within twice its bar) gets 5 more pairs at a time up to --max-pairs and a sign test
+(docs/design/verdicts.md). Targets the change does not reach read "code unchanged";
 --remeasure TARGET measures one anyway; --no-remeasure skips all of it (medians only, no
 verdicts: what CI and a quick look want). The preset of the pairs is the snapshot's:
 BENCH_QUICK=1 in the environment, or --quick.
