@@ -210,7 +210,8 @@ class VerdictTest(TempRootCase):
         )
         self.assertLess(self.md.index("## Verdicts (paired"), self.md.index("## Cross-run deltas"))
         self.assertLess(self.md.index("## Cross-run deltas"), self.md.index("## The run"))
-        self.assertIn("**No verdicts: not re-measured (--no-remeasure).**", md_section(self.md, "Verdicts (paired"))
+        self.assertIn("No verdicts: not re-measured (--no-remeasure).", md_section(self.md, "Verdicts (paired"))
+        self.assertNotIn("**", self.md.split("<!-- end of the first screen -->")[0])
 
     def test_delta_columns(self) -> None:
         row = md_row(self.table, "`codec.crc32/bitwise/64B`")

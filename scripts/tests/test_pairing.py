@@ -132,7 +132,7 @@ class OpeningTest(unittest.TestCase):
         self.assertEqual(record["baseline"], {"snapshot": "bench-20261204T200448Z.json", "commit": "b" * 40})
         text = "\n".join(paired_report.opening(record, None, {}))
         self.assertIn("**1 slower, 0 faster, 1 same** of 2 ids re-measured", text)
-        self.assertIn("**This run could see changes above 3.0 %**", text)
+        self.assertIn("all controls' floor, 3.0 %", text)
         self.assertIn("the controls' spread 3.0 % over 1 control rows", text)
         self.assertIn("- Re-measured **store**, driven: crates/store changed (src/lib.rs).", text)
         self.assertIn("- Not re-measured **xrpc**: no result in this snapshot.", text)
