@@ -38,7 +38,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from atbench_snapshot import drive, environment, paired_report, registry, remeasure
+from atbench_snapshot import first_screen, drive, environment, paired_report, registry, remeasure
 from atbench_snapshot.humanize import percentage
 from atbench_snapshot.proc import ProcError, git, run as run_command
 
@@ -75,7 +75,9 @@ def report(result: remeasure.Result, meta: dict[str, str]) -> str:
         f"ratio is past the floor).",
         "",
         f"**Floor {paired['floor_pct']:.1f} %**: the larger of {result.outcome.minimum * 100:g} % and {floor_from}: "
-        f"this run could see changes above it.",
+        f"this run could see changes above it; each row is held to the floor of its kind of work:",
+        "",
+        first_screen.floors_line(paired),
         "",
         f"- A: `{meta['a_sha'][:12]}` {meta['a_subject']}",
         f"- B: `{meta['b_sha'][:12]}` {meta['b_subject']}" + (" + uncommitted changes" if meta["dirty"] else ""),

@@ -10,7 +10,9 @@ Reads Criterion 0.8.2's output (<target>/criterion/**/new/{benchmark,estimates}.
 harness sidecars (<target>/atbench/latency/*.json, <target>/atbench/context/*.json), the
 peers' results (<target>/atbench/peers/*.json, from BENCH_PEERS=1 runs),
 benches/units.toml, bench-history/renames.json and data/MANIFEST.json, and writes
-bench-history/bench-<UTC>.json, bench-history/bench-<UTC>.md and bench-history/latest.md, and
+bench-history/bench-<UTC>.json, bench-history/bench-<UTC>.md (the full page) and
+bench-history/latest.md (the reviewer's page: a first screen of at most 30 lines, then a
+summary; atbench_snapshot/first_screen.py), and
 regenerates the result tables of README.md (scripts/readme_results.py) when it has them.
 
 Verdicts come only from the paired re-measurement (atbench_snapshot/remeasure.py): the
@@ -18,9 +20,11 @@ baseline snapshot (the newest earlier one, or --against-tag / --baseline) names 
 that commit is checked out into <target>/paired/base, built with a target dir of its own, and
 each id of every bench target the change since that commit can reach is measured on both
 builds in pairs, seconds apart (--pairs, default 5). A verdict needs every pair to agree and
-the median ratio past the floor (2 % or the spread of the controls, rows the change cannot
-reach, whichever is larger) and past the row's own noise (how far one build's measurements of
-it moved from pair to pair). Targets the change does not reach read "code unchanged";
+the median ratio past the floor (2 % or the spread of the controls of the row's kind of work,
+units.toml [kinds], rows the change cannot reach, whichever is larger) and past the row's own
+noise (how far one build's measurements of it moved from pair to pair). A row left undecided
+(agreeing, within twice its bar) gets 5 more pairs at a time up to --max-pairs and a sign test
+(docs/design/verdicts.md). Targets the change does not reach read "code unchanged";
 --remeasure TARGET measures one anyway; --no-remeasure skips all of it (medians only, no
 verdicts: what CI and a quick look want). The preset of the pairs is the snapshot's:
 BENCH_QUICK=1 in the environment, or --quick.
@@ -74,7 +78,12 @@ def _moment(value: str) -> datetime:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="bench_snapshot.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--label", required=True, help="what changed since the last snapshot")
+    parser.add_argument("--label", help="what changed since the last snapshot (required unless --rerender)")
+    parser.add_argument(
+        "--rerender", type=Path, metavar="SNAPSHOT_JSON",
+        help="no run: rewrite latest.md from this committed JSON with the current renderer",
+    )
+    parser.add_argument("--rerender-full", action="store_true", help="with --rerender: the snapshot's .md as well")
     parser.add_argument("--tag", type=_tag, help="mark this snapshot as the release baseline vX.Y.Z")
     by_hand = parser.add_mutually_exclusive_group()
     by_hand.add_argument(
@@ -104,9 +113,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="also re-measure this bench target though the change does not reach it (repeatable)",
     )
     pairs.add_argument("--pairs", type=_pairs, default=5, help="pairs per id (default 5)")
+    pairs.add_argument(
+        "--max-pairs", type=_pairs, default=15,
+        help="budget of an undecided id: 5 more pairs at a time up to this many in all (default 15; "
+        "= --pairs: no extension)",
+    )
     pairs.add_argument("--quick", action="store_true", help="quick preset for the pairs (default: BENCH_QUICK)")
     pairs.add_argument("--features", default="bench-internals", help="cargo features of both builds")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if not args.label and not args.rerender:
+        parser.error("--label is required (unless --rerender)")
+    return args
 
 
 def _pairs(value: str) -> int:
@@ -221,13 +238,10 @@ def run(args: argparse.Namespace, argv: list[str]) -> list[Path]:
     paired, why_not = (None, "--no-remeasure") if args.no_remeasure else run_pairs(args, history_dir, file_stamp, results, units, target_dir)
     if paired is not None:
         snapshot["paired"] = paired
-    markdown = report.render(
-        snapshot, comparison, baseline, units, args.noise_floor, withheld,
-        opening=paired_report.opening(paired, why_not, results), closing=paired_report.closing(paired, results, units),
-    )
+    full, latest = _pages(snapshot, comparison, baseline, units, args.noise_floor, withheld, why_not, file_stamp)
     readme_path = args.root / "README.md"
     readme_text = _readme_update(readme_path, snapshot, f"bench-{file_stamp}.json", units)
-    written = history.write_snapshot(history_dir, file_stamp, snapshot, markdown)
+    written = history.write_snapshot(history_dir, file_stamp, snapshot, full, latest)
     if readme_text is not None:
         readme_path.write_text(readme_text, encoding="utf-8")
         written.append(readme_path)
@@ -240,11 +254,58 @@ def run(args: argparse.Namespace, argv: list[str]) -> list[Path]:
     return written
 
 
+def _pages(snapshot, comparison, baseline, units, noise_floor, withheld, why_not, file_stamp) -> tuple[str, str]:
+    """(bench-<stamp>.md, latest.md) of a snapshot."""
+    paired, results = snapshot.get("paired"), snapshot["results"]
+    parts = dict(
+        opening=paired_report.opening(paired, why_not, results), closing=paired_report.closing(paired, results, units)
+    )
+    full = report.render(snapshot, comparison, baseline, units, noise_floor, withheld, **parts)
+    latest = report.render(
+        snapshot, comparison, baseline, units, noise_floor, withheld, **parts, full=False, full_name=f"bench-{file_stamp}.md"
+    )
+    return full, latest
+
+
+def rerender(args: argparse.Namespace) -> list[Path]:
+    """latest.md (and with --rerender-full bench-<stamp>.md) again from a snapshot's JSON (no
+    bench, no build)."""
+    path = args.rerender
+    history_dir = args.history_dir or path.parent
+    snapshot = history.load_snapshot(path)
+    warnings: list[str] = []
+    units = registry.load_registry(args.units or args.root / "benches" / "units.toml", warnings)
+    record = snapshot.get("baseline") or {}
+    baseline = None
+    if record.get("file") and (history_dir / record["file"]).is_file():
+        old = history.load_snapshot(history_dir / record["file"])
+        renames = history.load_renames(history_dir / "renames.json")
+        baseline = report.Baseline(
+            record["file"], {**old, "results": history.apply_renames(old.get("results", {}), renames)},
+            record.get("renamed_ids", 0), bool(record.get("by_hand")), record.get("machine_differences") or [],
+        )
+    withheld_record = snapshot.get("verdicts_withheld")
+    withheld = report.Withheld(withheld_record.get("nearest"), withheld_record.get("differences", [])) if withheld_record else None
+    kernels = registry.calibration_kernels(units)
+    noise_floor = snapshot.get("noise_floor", DEFAULT_NOISE_FLOOR)
+    comparison = compare(snapshot["results"], baseline.snapshot["results"], noise_floor, kernels) if baseline else None
+    stamp = path.stem.removeprefix("bench-")
+    why_not = None if snapshot.get("paired") else "--no-remeasure"
+    full, latest = _pages(snapshot, comparison, baseline, units, noise_floor, withheld, why_not, stamp)
+    latest_path = history_dir / "latest.md"
+    latest_path.write_text(latest, encoding="utf-8")
+    written = [latest_path]
+    if args.rerender_full:
+        path.with_suffix(".md").write_text(full, encoding="utf-8")
+        written.append(path.with_suffix(".md"))
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     try:
-        written = run(args, argv)
+        written = rerender(args) if args.rerender else run(args, argv)
     except (CriterionError, registry.RegistryError, history.HistoryError, readme.ReadmeError, RemeasureError) as error:
         print(f"bench_snapshot: error: {error}", file=sys.stderr)
         return 2

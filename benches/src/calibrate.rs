@@ -10,7 +10,20 @@
 //! - `calibrate.copy/stream/64MiB`: a streaming copy of 64 MiB (memory
 //!   bandwidth);
 //! - `calibrate.sha256/sha2/1MiB`: SHA-256 through `sha2` (SHA-NI where the
-//!   CPU has it), the hashing the repo and store rows lean on.
+//!   CPU has it), the hashing the repo and store rows lean on;
+//! - `calibrate.fsync/file/4KiB`: one 4 KiB `pwrite` at offset 0 of a
+//!   scratch file and its `fdatasync` (the durable write the store and
+//!   segment rows wait on: I/O and fsync);
+//! - `calibrate.loopback/tcp/64B`: one 64-byte round trip over a
+//!   kept-alive loopback TCP connection to an echo thread (the socket path
+//!   and wake-up the server and live rows pay: network and processes);
+//! - `calibrate.threads/handoff/1k`: 1000 hand-offs of a token between two
+//!   threads over channels (the wake-up and scheduling cost the callers-N
+//!   rows pay: threads).
+//!
+//! Each is the control of one kind of work (`[kinds]` in `units.toml`):
+//! the paired re-measurement takes the floor of an id from the controls of
+//! its own kind, so a CPU-bound row is not held to the noise of fsync.
 //!
 //! This module holds the kernels and their data; `BenchTarget::finish`
 //! opens the `calibrate.*` groups and runs them.
@@ -19,7 +32,12 @@
 //! fingerprint (a baseline must be within 10 % on every shared kernel) and
 //! divides "Δ vs calibration" by the kernel a group names in `units.toml`.
 
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::sync::OnceLock;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -107,6 +125,126 @@ pub fn sha256_in_pieces(data: &[u8]) -> [u8; 32] {
     pieces.finalize().into()
 }
 
+/// Bytes written and synced per iteration of the fsync kernel.
+pub const FSYNC_BYTES: usize = 4096;
+/// Bytes of one loopback round trip.
+pub const ECHO_BYTES: usize = 64;
+/// Hand-offs per iteration of the threads kernel.
+pub const HANDOFFS: usize = 1000;
+
+/// One 4 KiB write at offset 0 of `file` and its `fdatasync`.
+///
+/// # Errors
+/// The I/O error of the write or the sync.
+pub fn write_and_sync(file: &File, block: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.write_all_at(block, 0)?;
+    file.sync_data()
+}
+
+/// A loopback TCP connection to a thread that echoes every 64-byte
+/// message; the thread ends when the connection closes.
+pub struct Echo {
+    stream: TcpStream,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Echo {
+    /// Binds 127.0.0.1:0, connects, and starts the echo thread.
+    ///
+    /// # Errors
+    /// The I/O error of the bind, connect or accept.
+    pub fn start() -> std::io::Result<Echo> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let stream = TcpStream::connect(listener.local_addr()?)?;
+        stream.set_nodelay(true)?;
+        let (mut peer, _) = listener.accept()?;
+        peer.set_nodelay(true)?;
+        let thread = std::thread::spawn(move || {
+            let mut buf = [0u8; ECHO_BYTES];
+            while peer.read_exact(&mut buf).is_ok() {
+                if peer.write_all(&buf).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Echo {
+            stream,
+            thread: Some(thread),
+        })
+    }
+
+    /// One round trip of `message`; the echoed bytes land in `reply`.
+    ///
+    /// # Errors
+    /// The I/O error of the write or the read.
+    pub fn round_trip(
+        &mut self,
+        message: &[u8; ECHO_BYTES],
+        reply: &mut [u8; ECHO_BYTES],
+    ) -> std::io::Result<()> {
+        self.stream.write_all(message)?;
+        self.stream.read_exact(reply)
+    }
+}
+
+impl Drop for Echo {
+    fn drop(&mut self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A thread that sends back every token it is handed, plus one.
+pub struct Handoff {
+    to: Option<mpsc::SyncSender<u64>>,
+    from: mpsc::Receiver<u64>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Handoff {
+    /// Starts the partner thread.
+    pub fn start() -> Handoff {
+        let (to, inbox) = mpsc::sync_channel::<u64>(0);
+        let (outbox, from) = mpsc::sync_channel::<u64>(0);
+        let thread = std::thread::spawn(move || {
+            while let Ok(token) = inbox.recv() {
+                if outbox.send(token + 1).is_err() {
+                    break;
+                }
+            }
+        });
+        Handoff {
+            to: Some(to),
+            from,
+            thread: Some(thread),
+        }
+    }
+
+    /// `rounds` hand-offs there and back from `token`; returns the token
+    /// the partner sent last (`token + rounds`), or None when it is gone.
+    pub fn rounds(&self, token: u64, rounds: usize) -> Option<u64> {
+        let to = self.to.as_ref()?;
+        let mut at = token;
+        for _ in 0..rounds {
+            to.send(at).ok()?;
+            at = self.from.recv().ok()?;
+        }
+        Some(at)
+    }
+}
+
+impl Drop for Handoff {
+    fn drop(&mut self) {
+        self.to.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 /// Warm-up and measurement times of the memory, copy and sha kernels
 /// under `preset` (shorter than the rows': the kernels together must stay
 /// a small part of a target's run).
@@ -126,6 +264,33 @@ mod tests {
         let next = walk_table(1000);
         assert_eq!(walk(&next, 0, 1000), 0);
         assert!((1..1000).all(|hops| walk(&next, 0, hops) != 0));
+    }
+
+    #[test]
+    fn the_echo_and_the_handoff_answer() {
+        let mut echo = Echo::start().expect("loopback");
+        let message = [7u8; ECHO_BYTES];
+        let mut reply = [0u8; ECHO_BYTES];
+        echo.round_trip(&message, &mut reply).expect("round trip");
+        assert_eq!(reply, message);
+        assert_eq!(Handoff::start().rounds(5, 10), Some(15));
+    }
+
+    #[test]
+    fn the_fsync_kernel_writes_its_block() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(dir.path().join("sync"))
+            .expect("open");
+        write_and_sync(&file, &[3u8; FSYNC_BYTES]).expect("write");
+        assert_eq!(
+            std::fs::read(dir.path().join("sync")).expect("read"),
+            vec![3u8; FSYNC_BYTES]
+        );
     }
 
     #[test]

@@ -87,6 +87,26 @@ impl GroupSpec {
 #[serde(deny_unknown_fields)]
 struct File {
     groups: BTreeMap<String, GroupSpec>,
+    /// `[kinds]`: group or id glob -> kind of work (issue 48; read by
+    /// scripts/atbench_snapshot/kinds.py, which sets the floors by kind).
+    #[serde(default)]
+    kinds: BTreeMap<String, String>,
+}
+
+/// The kinds of work an id can be classified as (`[kinds]` in units.toml).
+pub const KINDS: [&str; 5] = ["cpu", "memory", "io", "network", "threads"];
+
+/// Whether `text` matches the glob `pattern` (`*` any run, `?` one char).
+fn glob(pattern: &[u8], text: &[u8]) -> bool {
+    match (pattern.first(), text.first()) {
+        (None, None) => true,
+        (Some(b'*'), _) => {
+            glob(&pattern[1..], text) || (!text.is_empty() && glob(pattern, &text[1..]))
+        }
+        (Some(b'?'), Some(_)) => glob(&pattern[1..], &text[1..]),
+        (Some(p), Some(t)) if p == t => glob(&pattern[1..], &text[1..]),
+        _ => false,
+    }
 }
 
 /// The parsed registry.
@@ -94,6 +114,8 @@ struct File {
 pub struct Registry {
     /// Entries by group name.
     pub groups: BTreeMap<String, GroupSpec>,
+    /// `[kinds]`: pattern -> kind of work.
+    pub kinds: BTreeMap<String, String>,
 }
 
 impl Registry {
@@ -162,9 +184,43 @@ impl Registry {
                 ));
             }
         }
+        for (pattern, kind) in &file.kinds {
+            if !KINDS.contains(&kind.as_str()) {
+                return Err(format!(
+                    "units.toml: [kinds] {pattern:?} = {kind:?}: not one of {KINDS:?}"
+                ));
+            }
+        }
         Ok(Registry {
             groups: file.groups,
+            kinds: file.kinds,
         })
+    }
+
+    /// The kind of work of `full_id` (the rule of
+    /// scripts/atbench_snapshot/kinds.py): an id pattern (with `/`) beats a
+    /// group pattern, then the most literal characters, then the text.
+    pub fn kind_of(&self, full_id: &str) -> Option<&str> {
+        let group = full_id.split('/').next().unwrap_or(full_id);
+        self.kinds
+            .iter()
+            .filter(|(pattern, _)| {
+                let subject = if pattern.contains('/') {
+                    full_id
+                } else {
+                    group
+                };
+                glob(pattern.as_bytes(), subject.as_bytes())
+            })
+            .min_by_key(|(pattern, _)| {
+                let literal = pattern.chars().filter(|c| *c != '*' && *c != '?').count();
+                (
+                    !pattern.contains('/'),
+                    std::cmp::Reverse(literal),
+                    pattern.as_str(),
+                )
+            })
+            .map(|(_, kind)| kind.as_str())
     }
 
     /// The groups `target` must run.
@@ -265,6 +321,32 @@ mod tests {
             }
         }
         assert!(registry.groups.contains_key("calibrate.cpu"));
+    }
+
+    #[test]
+    fn every_group_has_a_kind_of_work() {
+        let registry = Registry::load().expect("units.toml is valid");
+        let unclassified: Vec<String> = registry
+            .groups
+            .iter()
+            .flat_map(|(name, spec)| spec.compare.iter().map(move |i| format!("{name}/{i}")))
+            .filter(|id| registry.kind_of(id).is_none())
+            .collect();
+        assert!(
+            unclassified.is_empty(),
+            "no [kinds] pattern matches {unclassified:?}"
+        );
+        assert_eq!(registry.kind_of("calibrate.fsync/file/4KiB"), Some("io"));
+        assert_eq!(registry.kind_of("codec.crc32/fast/16KiB"), Some("cpu"));
+        assert_eq!(
+            registry.kind_of("store.get_record/ours/callers-10"),
+            Some("threads")
+        );
+        assert_eq!(
+            registry.kind_of("store.get_record/official-pds/callers-10"),
+            Some("network")
+        );
+        assert!(Registry::parse("[groups]\n[kinds]\n\"a.*\" = \"gpu\"\n").is_err());
     }
 
     #[test]

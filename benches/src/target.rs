@@ -376,6 +376,70 @@ impl BenchTarget {
             })
         });
         group.finish();
+        self.calibrate_waits(warm_up, measurement);
+    }
+
+    /// The kernels of the kinds that wait: fsync, loopback, threads.
+    fn calibrate_waits(&mut self, warm_up: std::time::Duration, measurement: std::time::Duration) {
+        let scratch = crate::sidecar::scratch_dir(&format!("{}-calibrate", self.name));
+        let path = scratch.path().join("fsync");
+        let file = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("calibrate.fsync: cannot open {}: {e}", path.display()));
+        let block = vec![0x5au8; calibrate::FSYNC_BYTES];
+        calibrate::write_and_sync(&file, &block).expect("calibrate.fsync: write");
+        assert_eq!(
+            std::fs::read(&path).expect("calibrate.fsync: read back"),
+            block,
+            "calibrate.fsync: the block did not land"
+        );
+        let mut group = self.group("calibrate.fsync");
+        group.timed(warm_up, measurement);
+        group.throughput(Throughput::Bytes(calibrate::FSYNC_BYTES as u64));
+        group.criterion().sample_size(10);
+        group.bench("file", "4KiB", |b| {
+            b.iter(|| calibrate::write_and_sync(&file, black_box(&block)).expect("fsync"))
+        });
+        group.finish();
+        drop(file);
+        drop(scratch);
+
+        let mut echo = calibrate::Echo::start().expect("calibrate.loopback: connect");
+        let message = [0xa5u8; calibrate::ECHO_BYTES];
+        let mut reply = [0u8; calibrate::ECHO_BYTES];
+        echo.round_trip(&message, &mut reply)
+            .expect("calibrate.loopback: round trip");
+        assert_eq!(reply, message, "calibrate.loopback: the echo differs");
+        let mut group = self.group("calibrate.loopback");
+        group.timed(warm_up, measurement);
+        group.throughput(Throughput::Bytes(calibrate::ECHO_BYTES as u64));
+        group.bench("tcp", "64B", |b| {
+            b.iter(|| {
+                echo.round_trip(black_box(&message), &mut reply)
+                    .expect("round trip")
+            })
+        });
+        group.finish();
+        drop(echo);
+
+        let handoff = calibrate::Handoff::start();
+        assert_eq!(
+            handoff.rounds(1, calibrate::HANDOFFS),
+            Some(1 + calibrate::HANDOFFS as u64),
+            "calibrate.threads: the partner lost a token"
+        );
+        let mut group = self.group("calibrate.threads");
+        group.timed(warm_up, measurement);
+        group.throughput(Throughput::Elements(calibrate::HANDOFFS as u64));
+        group.criterion().sample_size(10);
+        group.bench("handoff", "1k", |b| {
+            b.iter(|| handoff.rounds(black_box(1), calibrate::HANDOFFS))
+        });
+        group.finish();
     }
 }
 

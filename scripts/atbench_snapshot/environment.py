@@ -95,4 +95,15 @@ def collect(root: Path, warnings: list[str]) -> dict[str, Any]:
         "cpu": cpu_info(),
         "criterion_version": criterion_version(root / "Cargo.lock"),
         "dataset": dataset_fingerprint(root / "data" / "MANIFEST.json", warnings),
+        "load": load_average(),
     }
+
+
+def load_average() -> dict[str, float] | None:
+    """The 1-, 5- and 15-minute load averages when the snapshot is taken (None where the OS
+    has none): the 15-minute one covers most of a run."""
+    try:
+        one, five, fifteen = os.getloadavg()
+    except (AttributeError, OSError):
+        return None
+    return {"1m": round(one, 2), "5m": round(five, 2), "15m": round(fifteen, 2)}

@@ -142,8 +142,12 @@ def apply_renames(results: dict[str, dict[str, Any]], renames: dict[str, str]) -
     return dict(sorted(renamed.items()))
 
 
-def write_snapshot(history_dir: Path, file_stamp: str, snapshot: dict[str, Any], markdown: str) -> list[Path]:
-    """Write bench-<stamp>.json, bench-<stamp>.md and latest.md; refuse to overwrite a snapshot."""
+def write_snapshot(
+    history_dir: Path, file_stamp: str, snapshot: dict[str, Any], markdown: str, latest_markdown: str | None = None
+) -> list[Path]:
+    """Write bench-<stamp>.json, bench-<stamp>.md (`markdown`, the full page) and latest.md
+    (`latest_markdown`, the reviewer's page; the full one when None); refuse to overwrite a
+    snapshot."""
     history_dir.mkdir(parents=True, exist_ok=True)
     json_path = history_dir / f"bench-{file_stamp}.json"
     md_path = history_dir / f"bench-{file_stamp}.md"
@@ -151,6 +155,6 @@ def write_snapshot(history_dir: Path, file_stamp: str, snapshot: dict[str, Any],
         raise HistoryError(f"{json_path.name} already exists; snapshots are never overwritten")
     json_path.write_text(json.dumps(snapshot, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     latest = history_dir / "latest.md"
-    for path in (md_path, latest):
-        path.write_text(markdown, encoding="utf-8")
+    md_path.write_text(markdown, encoding="utf-8")
+    latest.write_text(markdown if latest_markdown is None else latest_markdown, encoding="utf-8")
     return [json_path, md_path, latest]

@@ -82,8 +82,15 @@ def cpu_features(cpuinfo: Path = Path("/proc/cpuinfo")) -> list[str] | None:
     return []
 
 
+# Kernels of the kinds that wait (fsync, loopback, thread hand-off): controls of their kinds in
+# the paired re-measurement, but they move with the disk and the scheduler from one minute to
+# the next, so they are no part of the machine's fingerprint nor of "Δ vs calibration".
+WAIT_KERNELS = ("calibrate.fsync", "calibrate.loopback", "calibrate.threads")
+
+
 def is_calibration(full_id: str) -> bool:
-    return full_id.split(".", 1)[0] == CALIBRATION_AREA
+    """A compute kernel of the machine's fingerprint (not a wait kernel)."""
+    return full_id.split(".", 1)[0] == CALIBRATION_AREA and full_id.split("/", 1)[0] not in WAIT_KERNELS
 
 
 def calibration_medians(results: dict[str, dict[str, Any]]) -> dict[str, float]:

@@ -59,7 +59,7 @@ def opening(paired: dict[str, Any] | None, why_not: str | None, results: Results
     lines = ["", "## Verdicts (paired re-measurement)", ""]
     if paired is None:
         return lines + [
-            f"**No verdicts: not re-measured ({cell(why_not or 'no baseline')}).** Medians only; the "
+            f"No verdicts: not re-measured ({cell(why_not or 'no baseline')}). Medians only; the "
             "cross-run deltas below are information, not verdicts. Verdicts come from re-measuring the "
             "baseline commit beside this tree: run `python3 scripts/bench_snapshot.py` without `--no-remeasure`."
         ]
@@ -91,8 +91,9 @@ def opening(paired: dict[str, Any] | None, why_not: str | None, results: Results
             f"{c['slower'] + c['faster'] + c['same']} ids re-measured, against {against}: "
             f"{paired['pairs']} pairs per id, the two builds seconds apart.",
             "",
-            f"**This run could see changes above {paired['floor_pct']:.1f} %** (the floor: the larger of 2 % "
-            f"and {floor_note}, the rows the change cannot reach). A verdict needs every pair to agree in "
+            f"**Each row is held to the floor of its kind of work** (the larger of 2 % and the spread of "
+            f"that kind's controls, the rows the change cannot reach; all controls' floor, "
+            f"{paired['floor_pct']:.1f} % from {floor_note}, where a kind has none). A verdict needs every pair to agree in "
             "direction and the median paired ratio past the floor and past the row's own noise (how far "
             "one build's measurements of it moved from pair to pair).",
         ]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import builds, drive, history, pairing, targets
+from . import builds, drive, history, kinds, pairing, targets
 from .criterion import split_id
 from .proc import ProcError, git
 from .registry import Group
@@ -43,6 +43,7 @@ class Plan:
     uses: dict[str, set[str]]
     workspace: targets.Workspace
     modules: dict[str, set[str]] | None = None  # harness modules per target
+    workspace_root: Path | None = None  # where units.toml's [kinds] is read
 
 
 @dataclass
@@ -57,6 +58,7 @@ class Result:
     seconds: dict[str, float]
     pairs: int
     skipped: dict[str, str] = field(default_factory=dict)  # touched target -> why not measured
+    extended: list[str] = field(default_factory=list)  # ids that got more pairs (undecided)
 
     def record(self, baseline_file: str | None) -> dict[str, Any]:
         """The snapshot's "paired" key (/work/notes/paired_schema.md)."""
@@ -76,6 +78,9 @@ class Result:
             "pairs": self.pairs,
             "targets": target_notes,
             "changed_files": self.plan.files,
+            "extended": self.extended,
+            "sequential": {"stage": pairing.STAGE, "max_pairs": pairing.DEFAULT_MAX_PAIRS,
+                           "false_positive_rate_pct": round(pairing.false_positive_rate() * 100, 2)},
             **pairing.record(self.outcome),
         }
 
@@ -96,7 +101,7 @@ def plan(root: Path, base_ref: str) -> Plan:
     uses = targets.target_crates(ws, root, modules)
     change = targets.classify(ws, files)
     touched = targets.touched_targets(ws, uses, change, modules)
-    return Plan(base_sha, head_sha, dirty, files, change, touched, uses, ws, modules)
+    return Plan(base_sha, head_sha, dirty, files, change, touched, uses, ws, modules, root)
 
 
 def change_for(p: Plan, target: str) -> targets.Change:
@@ -147,8 +152,12 @@ def execute(
     minimum: float = pairing.DEFAULT_MINIMUM,
     regex: str | None = None,
     skipped: dict[str, str] | None = None,
+    kind_of=None,
+    max_pairs: int | None = None,
 ) -> Result:
-    """Measure every selected target in pairs and judge the rows."""
+    """Measure every selected target in pairs and judge the rows; rows left undecided
+    (pairing.undecided) get pairing.STAGE more pairs at a time, up to `max_pairs` in all
+    (default pairing.DEFAULT_MAX_PAIRS; `settings.pairs` or less: no extension)."""
     measured: list[pairing.Measured] = []
     modes: dict[str, str] = {}
     unpaired: dict[str, list[str]] = {}
@@ -161,8 +170,59 @@ def execute(
         measured += done.measured
         modes[target], unpaired[target], seconds[target] = done.mode, done.unpaired, done.seconds
         drive.progress(f"{target}: {len(done.measured)} ids paired in {done.seconds:.0f} s ({done.mode})")
-    outcome = pairing.analyse(measured, minimum)
-    return Result(p, why, outcome, modes, unpaired, seconds, settings.pairs, dict(skipped or {}))
+    if kind_of is None:
+        kind_of = kinds.load(p.workspace_root / "benches" / "units.toml").of if p.workspace_root else None
+    budget = pairing.DEFAULT_MAX_PAIRS if max_pairs is None else max_pairs
+    measured, extended = _extend(measured, base, head, selections, settings, scratch, minimum, kind_of, budget,
+                                 seconds)
+    outcome = pairing.analyse(measured, minimum, kind_of, extended)
+    result = Result(p, why, outcome, modes, unpaired, seconds, settings.pairs, dict(skipped or {}))
+    result.extended = sorted(extended)
+    return result
+
+
+def _extend(measured, base, head, selections, settings, scratch, minimum, kind_of, budget, seconds):
+    """(the rows with their extra pairs, the ids extended): while some rows are undecided and
+    the budget allows, STAGE more pairs of just those rows, target by target."""
+    extended: set[str] = set()
+    pairs = settings.pairs
+    while pairs + pairing.STAGE <= budget:
+        outcome = pairing.analyse(measured, minimum, kind_of, extended)
+        todo = {
+            (r.target, r.id) for r in outcome.rows
+            if not r.control and pairing.undecided(r.ratios, r.floor or outcome.floor, r.noise)
+            and len(r.ratios) == pairs
+        }
+        if not todo:
+            break
+        by_target: dict[str, set[str]] = {}
+        for target, full_id in todo:
+            by_target.setdefault(target, set()).add(full_id)
+        more: dict[tuple[str, str], pairing.Measured] = {}
+        for target, ids in sorted(by_target.items()):
+            selection = selections[target]
+            narrowed = drive.Selection(ids.__contains__, selection.control, selection.base_name, selection.head_name,
+                                       sorted(ids))
+            stage = drive.Settings(pairing.STAGE, settings.quick, settings.env, settings.head_env)
+            drive.progress(f"{target}: {len(ids)} undecided id(s): {pairing.STAGE} more pairs each")
+            try:
+                done = drive.measure_target(target, base, head, narrowed, stage,
+                                            scratch / f"{target}-more-{pairs}")
+            except drive.DriveError as error:
+                raise RemeasureError(f"{target}: {error}") from error
+            seconds[target] = seconds.get(target, 0.0) + done.seconds
+            more.update({(target, m.id): m for m in done.measured})
+        merged = []
+        for m in measured:
+            extra = more.get((m.target, m.id))
+            if extra is not None:
+                m = pairing.Measured(m.id, m.target, m.control, m.base_ns + extra.base_ns, m.head_ns + extra.head_ns,
+                                     m.kind)
+                extended.add(m.id)
+            merged.append(m)
+        measured = merged
+        pairs += pairing.STAGE
+    return measured, extended
 
 
 def renaming(history_dir: Path, baseline_results: dict[str, Any] | None):

@@ -18,7 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import humanize, machine, paired_report
+from . import first_screen, humanize, machine, paired_report
 from .compare import Comparison
 from .criterion import tier_sort_key
 from .markdown import cell, table
@@ -94,8 +94,14 @@ def header(snapshot: dict[str, Any]) -> list[str]:
         f"- Criterion: {cell(snapshot['criterion_version'])}",
         f"- Dataset: {cell(_dataset(snapshot['dataset']))}",
     ]
-    for key, value in sorted(snapshot["context"].items()):
-        lines.append(f"- Context {cell(key)}: {cell(json.dumps(value, sort_keys=True))}")
+    if snapshot.get("load"):
+        load = snapshot["load"]
+        lines.append(f"- Load when snapshotted: {load['1m']} / {load['5m']} / {load['15m']} (1/5/15 min)")
+    if snapshot.get("context"):
+        lines.append(
+            f"- Run context: {len(snapshot['context'])} entries in the snapshot JSON (`context`), "
+            "by group or id: sizes, settings, paths of each run."
+        )
     return lines
 
 
@@ -140,7 +146,7 @@ def verdicts(
     )
     if flagged:
         rows = [
-            [f"`{row.id}`", humanize.percent(row.time), humanize.percent(row.normalised), f"**{row.verdict}**"]
+            [f"`{row.id}`", humanize.percent(row.time), humanize.percent(row.normalised), row.verdict]
             for row in flagged
         ]
         lines += [""] + table(["id", "Δ time", "Δ vs calibration", "cross-run"], rows)
@@ -210,7 +216,7 @@ def deltas(
                 humanize.percent(row.time),
                 humanize.percent(row.throughput),
                 humanize.percent(row.normalised),
-                f"**{row.verdict}**" if row.verdict in ("regression", "improvement") else row.verdict,
+                row.verdict,
                 paired_cell(row.id),
             ]
         )
@@ -405,6 +411,29 @@ def unregistered(results: Results) -> list[str]:
     ] + table(["id", "median", "throughput"], rows)
 
 
+def _targets_of(snapshot: dict[str, Any], registry: dict[str, Group]):
+    known = sorted(((snapshot.get("paired") or {}).get("targets") or {}))
+    return lambda full_id: targets_of_group(full_id.split("/")[0], registry, known)
+
+
+def screen(
+    snapshot: dict[str, Any], comparison: Comparison | None, baseline: Baseline | None, registry: dict[str, Group]
+) -> list[str]:
+    """The first screen (first_screen.py) of this snapshot."""
+    cross_run = None
+    if comparison is not None:
+        moved = sum(1 for row in comparison.rows if row.verdict in FLAGGED)
+        cross_run = (moved, comparison.count("within noise"))
+    paired = snapshot.get("paired") or {}
+    base_file = (paired.get("baseline") or {}).get("snapshot") or (baseline.file_name if baseline else None)
+    return first_screen.render(
+        snapshot, baseline.snapshot if baseline else None, base_file, cross_run, _targets_of(snapshot, registry)
+    )
+
+
+PAIRED_ROWS_IN_LATEST = 150
+
+
 def render(
     snapshot: dict[str, Any],
     comparison: Comparison | None,
@@ -414,21 +443,68 @@ def render(
     withheld: Withheld | None = None,
     opening: list[str] | None = None,
     closing: list[str] | None = None,
+    full: bool = True,
+    full_name: str | None = None,
 ) -> str:
-    """The whole markdown document: `opening` (the paired verdicts) first, `closing` (the
-    paired table, the floor probes) after the same-run sections."""
+    """The markdown of bench-<stamp>.md (`full`) or of latest.md: the first screen, then
+    `opening` (the paired details), the cross-run deltas (only when the two runs' loads and
+    calibrations agree), the run; then, in the full page only, the full table, latency,
+    same-run comparisons, peers and probes; then `closing` (the paired table, the floor
+    probes) and the warnings. latest.md names the full page for the rest."""
     results = snapshot["results"]
-    lines = title(snapshot)
+    lines = [BANNER] + screen(snapshot, comparison, baseline, registry)
     lines += opening or []
-    lines += verdicts(comparison, baseline, withheld, noise_floor)
+    comparable, why = first_screen.cross_run_comparable(snapshot, baseline.snapshot if baseline else None)
+    if comparable or full:
+        lines += verdicts(comparison, baseline, withheld, noise_floor)
+        if not comparable:
+            lines += ["", f"(These cross-run deltas are not comparable: {why}.)"]
+    else:
+        lines += ["", "## Cross-run deltas", "", f"Not shown: {why}; the full page has them as information."]
     lines += header(snapshot)
-    lines += deltas(results, comparison, baseline, noise_floor, snapshot.get("paired"), registry)
-    lines += latency(results)
-    lines += comparison_tables(results, registry)
-    lines += peers(results, registry)
-    lines += probes(results, registry)
-    lines += closing or []
+    if full:
+        lines += deltas(results, comparison, baseline, noise_floor, snapshot.get("paired"), registry)
+        lines += latency(results)
+        lines += comparison_tables(results, registry)
+        lines += peers(results, registry)
+        lines += probes(results, registry)
+    else:
+        lines += [
+            "",
+            "## Everything else",
+            "",
+            f"The full table ({len(results)} ids: medians, cross-run deltas, the paired column), latency "
+            "percentiles, the same-run comparisons, peers and adjacent probes are in "
+            + (f"[{full_name}]({full_name})" if full_name else "this snapshot's bench-<UTC>.md")
+            + "; the README's tables come from the same JSON.",
+        ]
+    tail = closing or []
+    if not full:
+        tail = _cap_paired_table(tail, full_name)
+    lines += tail
     lines += unregistered(results)
     if snapshot["warnings"]:
         lines += ["", "## Warnings", ""] + [f"- {cell(w)}" for w in snapshot["warnings"]]
     return "\n".join(lines) + "\n"
+
+
+def _cap_paired_table(lines: list[str], full_name: str | None) -> list[str]:
+    """The closing lines with the paired table cut to PAIRED_ROWS_IN_LATEST rows."""
+    out, rows, cut = [], 0, 0
+    inside = False
+    for line in lines:
+        if line.startswith("## "):
+            if cut:
+                out += ["", f"… {cut} more rows in {full_name or 'the full page'}."]
+                cut = 0
+            inside = line.startswith("## Paired re-measurement: every row")
+            rows = 0
+        if inside and line.startswith("| `"):
+            rows += 1
+            if rows > PAIRED_ROWS_IN_LATEST:
+                cut += 1
+                continue
+        out.append(line)
+    if cut:
+        out += ["", f"… {cut} more rows in {full_name or 'the full page'}."]
+    return out

@@ -78,7 +78,8 @@ def run_pairs(
     if selections:
         base, head = remeasure.build_both(root, plan, sorted(selections), args.features, target_dir.resolve())
         result = remeasure.execute(
-            plan, base, head, selections, why, settings, target_dir.resolve() / "paired" / "runs", skipped=skipped
+            plan, base, head, selections, why, settings, target_dir.resolve() / "paired" / "runs", skipped=skipped,
+            max_pairs=getattr(args, "max_pairs", None),
         )
     else:
         result = remeasure.Result(plan, {}, pairing.analyse([]), {}, {}, {}, args.pairs, skipped)

@@ -62,6 +62,13 @@ def snapshot_json(root: Path, now: str) -> dict[str, Any]:
 
 
 def latest_md(root: Path) -> str:
+    """The newest snapshot's full page (bench-<UTC>.md): every section the tests read. latest.md
+    is the reviewer's page, its first screen and a summary (reviewer_md)."""
+    pages = sorted((root / "bench-history").glob("bench-*.md"))
+    return pages[-1].read_text()
+
+
+def reviewer_md(root: Path) -> str:
     return (root / "bench-history" / "latest.md").read_text()
 
 

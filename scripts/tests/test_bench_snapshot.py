@@ -192,14 +192,14 @@ class VerdictTest(TempRootCase):
         return md_row(self.table, f"`{full_id}`").rstrip(" |").rsplit(" | ", 2)[1]
 
     def test_regression_improvement_and_noise_from_captured_runs(self) -> None:
-        self.assertEqual(self.verdict_of("codec.crc32/bitwise/64B"), "**regression**")
-        self.assertEqual(self.verdict_of("codec.crc32/table/64B"), "**improvement**")
+        self.assertEqual(self.verdict_of("codec.crc32/bitwise/64B"), "regression")
+        self.assertEqual(self.verdict_of("codec.crc32/table/64B"), "improvement")
         self.assertEqual(self.verdict_of("calibrate.cpu/fixed/1MiB"), "within noise")
         self.assertEqual(self.verdict_of("store.open/ours.nosync"), "within noise")
         # Overlapping intervals (185.96-187.23 vs 187.07-189.86): within noise.
         self.assertEqual(self.verdict_of("store.list_records/ours/1k"), "within noise")
         # Same work, but +6.5 % with intervals apart: the rule sees a real shift (see fixtures/README.md).
-        self.assertEqual(self.verdict_of("codec.base64_encode/scalar/1KiB"), "**regression**")
+        self.assertEqual(self.verdict_of("codec.base64_encode/scalar/1KiB"), "regression")
         verdicts = md_section(self.md, "Cross-run deltas")
         self.assertIn("2 regression(s), 1 improvement(s) across runs (not verdicts) against bench-20261130T190000Z.json", verdicts)
         self.assertIn("3 within noise, 0 new, 0 vanished", verdicts)
@@ -210,11 +210,12 @@ class VerdictTest(TempRootCase):
         )
         self.assertLess(self.md.index("## Verdicts (paired"), self.md.index("## Cross-run deltas"))
         self.assertLess(self.md.index("## Cross-run deltas"), self.md.index("## The run"))
-        self.assertIn("**No verdicts: not re-measured (--no-remeasure).**", md_section(self.md, "Verdicts (paired"))
+        self.assertIn("No verdicts: not re-measured (--no-remeasure).", md_section(self.md, "Verdicts (paired"))
+        self.assertNotIn("**", self.md.split("<!-- end of the first screen -->")[0])
 
     def test_delta_columns(self) -> None:
         row = md_row(self.table, "`codec.crc32/bitwise/64B`")
-        expected = "| 689 ns | 147 ns | 88.6 MiB/s | +367.5% | -78.6% | +365.5% | **regression** | — |"
+        expected = "| 689 ns | 147 ns | 88.6 MiB/s | +367.5% | -78.6% | +365.5% | regression | — |"
         self.assertEqual(row, "| `codec.crc32/bitwise/64B` " + expected)
         row = md_row(self.table, "`store.open/ours.nosync`")
         self.assertIn("| — | +0.8% | n/a | +0.4% |", row)  # no throughput declared
@@ -225,7 +226,7 @@ class VerdictTest(TempRootCase):
         self.assertEqual(run_snapshot(root, "run-b", "b", T2, "--noise-floor", "10")[0], 0)
         table = md_section(latest_md(root), "Changes against")
         self.assertIn("within noise |", md_row(table, "`codec.base64_encode/scalar/1KiB`"))
-        self.assertIn("**regression** |", md_row(table, "`codec.crc32/bitwise/64B`"))
+        self.assertIn("regression |", md_row(table, "`codec.crc32/bitwise/64B`"))
         self.assertEqual(snapshot_json(root, T2)["noise_floor"], 0.1)
 
     def test_verdict_rule(self) -> None:
@@ -279,7 +280,7 @@ class CalibrationTest(TempRootCase):
         self.snapshot(run_b, T3, "--baseline", str(first))
         table = md_section(latest_md(self.root), "Changes against")
         self.assertIn("(no kernel on both sides: n/a)", table)
-        self.assertIn("| +367.5% | -78.6% | n/a | **regression** |", md_row(table, "`codec.crc32/bitwise/64B`"))
+        self.assertIn("| +367.5% | -78.6% | n/a | regression |", md_row(table, "`codec.crc32/bitwise/64B`"))
         self.assertIn("`calibrate.cpu/fixed/1MiB`", table.rsplit("Vanished", 1)[1])
 
 
@@ -294,7 +295,7 @@ class RenameTest(TempRootCase):
         self.assertIn("| 150 ns | 151 ns |", md_row(table, "`codec.crc32/table-256/64B`"))
         self.assertTrue(md_row(table, "`store.list_page/ours/1k`").endswith("| within noise | — |"))
         # Same work, -8.4 % with intervals apart: flagged as the rule says (see fixtures/README.md).
-        self.assertTrue(md_row(table, "`store.open/ours.nosync`").endswith("| **improvement** | — |"))
+        self.assertTrue(md_row(table, "`store.open/ours.nosync`").endswith("| improvement | — |"))
         self.assertEqual(
             snapshot_json(self.root, T2)["baseline"],
             {
@@ -385,7 +386,8 @@ class SidecarTest(TempRootCase):
         self.assertIn(
             "context key 'bench_dir' set by both a-store.json and b-codec.json; kept b-codec.json", snapshot["warnings"]
         )
-        self.assertIn('- Context store_pragmas: {"journal_mode": "wal"}', latest_md(self.root))
+        # Run context lives in the JSON; the page says where.
+        self.assertIn("entries in the snapshot JSON (`context`)", latest_md(self.root))
 
     def test_unreadable_context_is_a_warning(self) -> None:
         warnings: list[str] = []

@@ -80,7 +80,7 @@ class RuleTest(unittest.TestCase):
         record = pairing.record(outcome)
         self.assertEqual(record["floor_pct"], 4.0)
         self.assertEqual(record["rows"][0]["ratios"], [1.06, 1.07, 1.05])
-        self.assertEqual(set(record["rows"][0]), {"id", "target", "control", "ratios", "ratio", "min", "max",
+        self.assertEqual(set(record["rows"][0]), {"id", "target", "control", "ratios", "ratio", "min", "max", "kind", "floor_pct",
                                                   "noise_pct", "verdict", "base_ns", "head_ns"})
 
     def test_no_controls_leaves_the_minimum(self) -> None:
@@ -132,7 +132,7 @@ class OpeningTest(unittest.TestCase):
         self.assertEqual(record["baseline"], {"snapshot": "bench-20261204T200448Z.json", "commit": "b" * 40})
         text = "\n".join(paired_report.opening(record, None, {}))
         self.assertIn("**1 slower, 0 faster, 1 same** of 2 ids re-measured", text)
-        self.assertIn("**This run could see changes above 3.0 %**", text)
+        self.assertIn("all controls' floor, 3.0 %", text)
         self.assertIn("the controls' spread 3.0 % over 1 control rows", text)
         self.assertIn("- Re-measured **store**, driven: crates/store changed (src/lib.rs).", text)
         self.assertIn("- Not re-measured **xrpc**: no result in this snapshot.", text)
