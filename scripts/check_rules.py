@@ -503,7 +503,9 @@ def check_links(root: Path) -> list[str]:
             target = m.group("target")
             if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
                 continue
-            if not _exists(path.parent, target, root):
+            if not (path.parent / target.split("#", 1)[0]).resolve().is_relative_to(root):
+                problems.append(f"{rel}: link outside the repository: {target}")
+            elif not _exists(path.parent, target, root):
                 problems.append(f"{rel}: link to a missing file: {target}")
     for path in _walk(root, (".rs",)):
         rel = _rel(root, path)
@@ -516,7 +518,11 @@ def check_links(root: Path) -> list[str]:
                 if target.startswith("spec/"):
                     problems.append(f"{rel}:{number}: `{target}` is not in the repository: point at docs/design/")
                     continue
-                if not any(_exists(base, target, root) for base in (root, path.parent, *path.parents)):
+                if target.startswith("../") and not (path.parent / target).resolve().is_relative_to(root):
+                    problems.append(f"{rel}:{number}: `{target}` is outside the repository: the project references only its own documents")
+                    continue
+                inside = [p for p in (path.parent, *path.parents) if p.resolve().is_relative_to(root)]
+                if not any(_exists(base, target, root) for base in (root, *inside)):
                     problems.append(f"{rel}:{number}: names a missing document: {target}")
     return problems
 

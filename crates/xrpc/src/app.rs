@@ -59,8 +59,8 @@ pub struct App {
     writes: AtomicUsize,
     /// The `describeServer` answer.
     pub describe: Bytes,
-    /// The proxy's pooled client (`proxy.rs`).
-    pub proxy: crate::proxy::Proxy,
+    /// The pooled client of upstream calls (`upstream.rs`).
+    pub proxy: crate::upstream::Proxy,
     /// The relays told about writes (`crawl.rs`).
     pub crawlers: crate::crawl::Crawlers,
     /// The startup report line.
@@ -252,7 +252,7 @@ impl App {
                 a.did
             )));
         }
-        let proxy = crate::proxy::Proxy::new();
+        let proxy = crate::upstream::Proxy::new();
         let crawlers = crate::crawl::Crawlers::new(
             config.relay_urls.clone(),
             &public_url,
