@@ -482,6 +482,7 @@ def check_units(root: Path) -> list[str]:
     return problems
 
 
+SPEC_PATH = re.compile(r"(?<![\w/.-])(?:\.\./)*(?:shared/)?spec/[\w-]+\.md")
 MD_LINK = re.compile(r"\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
 CODE_DOC_PATH = re.compile(r"(?<![\w/.-])(?P<path>(?:\.\./)*(?:docs|spec)/[\w./-]+\.md|[\w./-]*[\w-]+/[\w-]+\.md|(?:README|CONTRIBUTING)\.md)")
 
@@ -499,6 +500,8 @@ def check_links(root: Path) -> list[str]:
     for path in _walk(root, (".md",)):
         rel = _rel(root, path)
         text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8", errors="replace"), flags=re.S)
+        for m in SPEC_PATH.finditer(text):
+            problems.append(f"{rel}: `{m.group(0)}` is not in the repository: point at docs/design/")
         for m in MD_LINK.finditer(text):
             target = m.group("target")
             if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):

@@ -163,11 +163,12 @@ class Rules(unittest.TestCase):
         })
         self.crate({"src/lib.rs": "//! See docs/design/store.md.\n"})
         self.assertEqual(self.run_rules("links")[0], 0, self.run_rules("links")[1])
-        write(self.root, {"docs/results.md": "[gone](design/knot.md)\n"})
+        write(self.root, {"docs/results.md": "[gone](design/knot.md), targets in `../shared/spec/store.md`\n"})
         self.crate({"src/lib.rs": "//! The layout: `spec/store.md`, docs/design/repo.md.\n"})
         status, out = self.run_rules("links")
         self.assertEqual(status, 1)
         self.assertIn("docs/results.md: link to a missing file: design/knot.md", out)
+        self.assertIn("docs/results.md: `../shared/spec/store.md` is not in the repository", out)
         self.assertIn("`spec/store.md` is not in the repository", out)
         self.assertIn("names a missing document: docs/design/repo.md", out)
 
