@@ -13,7 +13,8 @@ benches/units.toml, bench-history/renames.json and data/MANIFEST.json, and write
 bench-history/bench-<UTC>.json, bench-history/bench-<UTC>.md (the full page) and
 bench-history/latest.md (the reviewer's page: a first screen of at most 30 lines, then a
 summary; atbench_snapshot/first_screen.py), and
-regenerates the result tables of README.md (scripts/readme_results.py) when it has them.
+regenerates the result tables of README.md and docs/results.md (scripts/readme_results.py)
+when they have them.
 
 Verdicts come only from the paired re-measurement (atbench_snapshot/remeasure.py): the
 baseline snapshot (the newest earlier one, or --against-tag / --baseline) names a commit;
@@ -186,19 +187,6 @@ def _baseline_record(baseline: report.Baseline | None) -> dict[str, Any] | None:
     }
 
 
-def _readme_update(path: Path, snapshot: dict[str, Any], file_name: str, units: dict[str, Any]) -> str | None:
-    """The README with its result blocks regenerated (scripts/readme_results.py), or None when
-    it has no such blocks or nothing changes. Computed before anything is written, so a README
-    that lacks a block stops the run with nothing half-written."""
-    if not path.is_file():
-        return None
-    text = path.read_text(encoding="utf-8")
-    if not readme.MARKER.search(text):
-        return None
-    updated = readme.splice(text, readme.blocks(snapshot, file_name, units))
-    return None if updated == text else updated
-
-
 def run(args: argparse.Namespace, argv: list[str]) -> list[Path]:
     """Build and write the snapshot; returns the files written."""
     target_dir = _target_dir(args)
@@ -239,12 +227,14 @@ def run(args: argparse.Namespace, argv: list[str]) -> list[Path]:
     if paired is not None:
         snapshot["paired"] = paired
     full, latest = _pages(snapshot, comparison, baseline, units, args.noise_floor, withheld, why_not, file_stamp)
-    readme_path = args.root / "README.md"
-    readme_text = _readme_update(readme_path, snapshot, f"bench-{file_stamp}.json", units)
+    # The README's and docs/results.md's blocks, computed before anything is written, so a
+    # document that lacks a block stops the run with nothing half-written.
+    documents = readme.updates(args.root, snapshot, f"bench-{file_stamp}.json", units)
     written = history.write_snapshot(history_dir, file_stamp, snapshot, full, latest)
-    if readme_text is not None:
-        readme_path.write_text(readme_text, encoding="utf-8")
-        written.append(readme_path)
+    for path, (current, updated) in documents.items():
+        if updated != current:
+            path.write_text(updated, encoding="utf-8")
+            written.append(path)
     written.append(regenerate_page(written[0], args.root, args.criterion_dir or target_dir / "criterion"))
     for warning in warnings:
         print(f"bench_snapshot: warning: {warning}", file=sys.stderr)

@@ -40,19 +40,10 @@ pub fn merge_inputs() -> (Context, Context) {
     (wire, authenticated)
 }
 
-/// Microseconds since the epoch of an RFC 3339 `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+/// Microseconds since the epoch of an RFC 3339 `YYYY-MM-DDTHH:MM:SS.mmmZ`
+/// (`codec::datetime`, the workspace's one owner of dates).
 fn micros_of(text: &str) -> Option<i64> {
-    let num = |r: std::ops::Range<usize>| text.get(r)?.parse::<i64>().ok();
-    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hh, mm, ss, ms) = (num(11..13)?, num(14..16)?, num(17..19)?, num(20..23)?);
-    // Days from civil (proleptic Gregorian).
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some((((days * 24 + hh) * 60 + mm) * 60 + ss) * 1_000_000 + ms * 1000)
+    codec::datetime::parse_rfc3339_micros(text)
 }
 
 /// The 16 typed columns derived from a sample record; a set of more columns

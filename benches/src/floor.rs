@@ -1,4 +1,4 @@
-//! Floor probes (`spec/history.md` section 6): the statement a baseline
+//! Floor probes (`docs/design/history.md` section 5): the statement a baseline
 //! row runs, on the same data, through an independent mainstream client,
 //! measured in the same run as a row of the same group (the group's
 //! `floor_probes` in `units.toml`). A probe is adjacent, never compared: it

@@ -11,14 +11,22 @@ figure) and one block per bench target (`hotpath`, `repo`, `segment`, `store`, .
 - the peers measured in the same run, each beside our rows of the same unit of work;
 - every other row of the target (single-implementation groups, adjacent probes).
 
+and `summary`, the root README's one table: a row per area with how often ours is ahead of
+the best baseline (a peer, a crate users would pick instead, a raw client, SQL) in the same
+group and tier, which baseline is fastest most often, and the geometric mean and range of
+the ratio (the best baseline's median over our best median). `DOCUMENTS` says which file
+holds which block: README.md the summary, docs/results.md the full tables.
+
 The prose around the blocks is hand-written; it names ids and files, never figures of one
 snapshot (they go stale: the tables carry the figures).
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
+from pathlib import Path
 from typing import Any
 
 from . import humanize
@@ -26,7 +34,7 @@ from .compare import CALIBRATION_ID
 from .criterion import tier_sort_key
 from .registry import Group
 from .markdown import cell, table
-from .report import PEER_HEADERS, peer_comparison
+from .report import PEER_HEADERS, _ours_for_peer, peer_comparison
 
 Results = dict[str, dict[str, Any]]
 
@@ -37,6 +45,83 @@ CONTEXT_LINES: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 MARKER = re.compile(r"<!-- results:(?P<name>[a-z0-9_-]+):begin -->\n.*?<!-- results:(?P=name):end -->", re.S)
+
+
+# The files holding generated blocks, relative to the repository root: the README has the
+# summary (and the machine line), docs/results.md every target's tables. A file that does
+# not exist is skipped; together they must hold every block the snapshot fills.
+DOCUMENTS = ("README.md", "docs/results.md")
+
+# Implementations that are what a user would pick instead of ours: the reference servers and
+# libraries (peers), other crates, raw clients and SQL/Redis baselines. An id is a baseline
+# when any dotted part of its implementation is named here (`proto-blue-repo.k256`,
+# `create_record.official-pds`); every other compared implementation is one of ours
+# (variants such as `scalar`/`simd` included). A new peer is added here.
+BASELINES = frozenset(
+    {
+        "official-pds", "atproto-repo-js", "atproto-repo", "atrium-repo", "proto-blue-repo",
+        "jacquard-repo", "rsky-repo", "serde_ipld_dagcbor", "serde_ipld_dagcbor-0.6", "serde_cbor",
+        "ciborium", "atproto-dasl", "base64-crate", "base64-simd", "crc-crate", "crc32fast",
+        "btreeset", "sqlite", "postgres", "redis", "raw", "prefect-sqlite", "prefect-postgres",
+        "libsecp256k1",
+    }
+)
+
+
+def is_baseline(implementation: str) -> bool:
+    """True when `implementation` is a peer or baseline rather than ours (see BASELINES)."""
+    return implementation in BASELINES or any(part in BASELINES for part in implementation.split("."))
+
+
+def summary_block(results: Results, registry: dict[str, Group]) -> list[str]:
+    """One row per area: in each (group, tier) where ours and a baseline both ran, the ratio
+    of the baseline's median to ours, taken against the baseline closest to us. Ours is our
+    best row of the cell, except against a peer whose units.toml `peers` entry names the
+    rows of ours that do its unit of work (`same_as`): then the slowest of those, so a
+    durable peer is never set against our non-durable row."""
+    cells: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
+    for full_id, result in results.items():
+        group = registry.get(result["group"])
+        if group is None or group.target == "*" or result["role"] != "compare" or result["median_ns"] <= 0:
+            continue
+        cells[(result["group"], result["tier"])][result["implementation"]] = full_id
+    areas: dict[str, list[tuple[float, str, str]]] = defaultdict(list)
+    for (group_name, tier), ids in sorted(cells.items()):
+        ours = [results[i]["median_ns"] for name, i in ids.items() if not is_baseline(name)]
+        if not ours:
+            continue
+        against = []
+        for name, full_id in ids.items():
+            if not is_baseline(name):
+                continue
+            same = [results[i]["median_ns"] for i in _ours_for_peer(results, registry, full_id)]
+            mine = max(same) if same else min(ours)
+            against.append((results[full_id]["median_ns"] / mine, name))
+        if against:
+            ratio, best = min(against)
+            where = f"{group_name}/{tier}" if tier else group_name
+            areas[home_target(registry[group_name])].append((ratio, best, where))
+    rows = []
+    for area in sorted(areas):
+        ratios = areas[area]
+        ahead = sum(1 for r, _, _ in ratios if r > 1)
+        fastest = Counter(b for _, b, _ in ratios).most_common(1)[0][0]
+        geomean = math.exp(sum(math.log(r) for r, _, _ in ratios) / len(ratios))
+        low, high = min(ratios), max(ratios)
+        rows.append(
+            [
+                f"[{area}](docs/results.md#{area})",
+                f"{ahead} of {len(ratios)}",
+                f"`{fastest}`",
+                humanize.ratio(geomean),
+                f"{humanize.ratio(low[0])} (`{low[2]}`) … {humanize.ratio(high[0])} (`{high[2]}`)",
+            ]
+        )
+    if not rows:
+        return ["No compared group has both our rows and a baseline's in this snapshot."]
+    return table(
+        ["area", "ours ahead (group/tier)", "fastest baseline, most often", "ratio, geomean", "ratio range"], rows
+    )
 
 
 class ReadmeError(Exception):
@@ -155,7 +240,10 @@ def target_block(results: Results, registry: dict[str, Group], target: str) -> l
 def blocks(snapshot: dict[str, Any], file_name: str, registry: dict[str, Group]) -> dict[str, list[str]]:
     """Every generated block, keyed by marker name."""
     targets = sorted({home_target(g) for g in registry.values() if g.target != "*"})
-    generated = {"machine": machine_block(snapshot, file_name)}
+    generated = {
+        "machine": machine_block(snapshot, file_name),
+        "summary": summary_block(snapshot["results"], registry),
+    }
     for target in targets:
         body = target_block(snapshot["results"], registry, target)
         named = context_line(snapshot.get("context", {}), target)
@@ -169,16 +257,17 @@ def context_line(context: dict[str, Any], target: str) -> str | None:
     return f"Servers, as the bench read them: {', '.join(found)}." if found else None
 
 
-def splice(readme: str, generated: dict[str, list[str]]) -> str:
-    """`readme` with each marked block's body replaced; a block without markers, or markers
-    without a block, is an error (the README would silently go stale)."""
+def splice(readme: str, generated: dict[str, list[str]], elsewhere: frozenset[str] = frozenset()) -> str:
+    """`readme` with each marked block's body replaced; a block without markers (unless
+    another document holds it: `elsewhere`), or markers without a block, is an error (the
+    results would silently go stale)."""
     found = {m.group("name") for m in MARKER.finditer(readme)}
-    missing = sorted(n for n, body in generated.items() if body and n not in found)
+    missing = sorted(n for n, body in generated.items() if body and n not in found and n not in elsewhere)
     if missing:
-        raise ReadmeError(f"README has no results block for: {', '.join(missing)}")
+        raise ReadmeError(f"no results block for: {', '.join(missing)}")
     unknown = sorted(found - set(generated))
     if unknown:
-        raise ReadmeError(f"README has results blocks nothing generates: {', '.join(unknown)}")
+        raise ReadmeError(f"results blocks nothing generates: {', '.join(unknown)}")
 
     def replace(match: re.Match[str]) -> str:
         name = match.group("name")
@@ -186,3 +275,21 @@ def splice(readme: str, generated: dict[str, list[str]]) -> str:
         return f"<!-- results:{name}:begin -->\n{body}\n<!-- results:{name}:end -->"
 
     return MARKER.sub(replace, readme)
+
+
+def updates(root: Path, snapshot: dict[str, Any], file_name: str, registry: dict[str, Group]) -> dict[Path, tuple[str, str]]:
+    """{document: (current text, regenerated text)} for each of DOCUMENTS that exists and has
+    blocks; every block the snapshot fills must be in one of them (ReadmeError otherwise). No
+    document with blocks at all gives {} (a tree without generated tables)."""
+    generated = blocks(snapshot, file_name, registry)
+    texts = {root / name: (root / name).read_text(encoding="utf-8") for name in DOCUMENTS if (root / name).is_file()}
+    texts = {path: text for path, text in texts.items() if MARKER.search(text)}
+    held = {path: frozenset(m.group("name") for m in MARKER.finditer(text)) for path, text in texts.items()}
+    out = {}
+    for path, text in texts.items():
+        elsewhere = frozenset().union(*(names for other, names in held.items() if other != path))
+        try:
+            out[path] = (text, splice(text, generated, elsewhere))
+        except ReadmeError as error:
+            raise ReadmeError(f"{path.relative_to(root)}: {error}") from None
+    return out

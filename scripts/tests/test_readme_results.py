@@ -21,6 +21,19 @@ README = """# demo
 
 intro prose stays
 
+<!-- results:summary:begin -->
+stale summary
+<!-- results:summary:end -->
+
+<!-- results:machine:begin -->
+stale machine line
+<!-- results:machine:end -->
+"""
+
+RESULTS = """# results
+
+results prose stays
+
 <!-- results:machine:begin -->
 stale machine line
 <!-- results:machine:end -->
@@ -50,6 +63,8 @@ class ReadmeBlocks(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory()
         self.root = make_root(Path(self.tmp.name))
         (self.root / "README.md").write_text(README)
+        (self.root / "docs").mkdir()
+        (self.root / "docs" / "results.md").write_text(RESULTS)
         latency_dir = self.root / "target" / "atbench" / "latency"
         write_json(latency_dir / "open.json", latency_sidecar("store.open/ours.nosync", 1, 120))
 
@@ -60,8 +75,16 @@ class ReadmeBlocks(unittest.TestCase):
         status, stdout, stderr = run_snapshot(self.root, "run-a", "first", T1)
         self.assertEqual(status, 0, stderr)
         self.assertIn("README.md", stdout)
-        text = (self.root / "README.md").read_text()
-        self.assertIn("intro prose stays", text)
+        self.assertIn("results.md", stdout)
+        summary = (self.root / "README.md").read_text()
+        self.assertIn("intro prose stays", summary)
+        self.assertNotIn("stale", summary)
+        self.assertIn(f"bench-{stamp_of(T1)}.json", summary)
+        # The README has one table, a row per area; the full tables are in docs/results.md.
+        self.assertNotIn("| tier |", summary)
+        self.assertIn("No compared group has both our rows and a baseline's", summary)
+        text = (self.root / "docs" / "results.md").read_text()
+        self.assertIn("results prose stays", text)
         self.assertIn("prose between blocks stays", text)
         self.assertNotIn("stale", text)
         self.assertIn(f"bench-{stamp_of(T1)}.json", text)
@@ -92,13 +115,30 @@ class ReadmeBlocks(unittest.TestCase):
         self.assertEqual(run_readme(self.root)[0], 0)
         self.assertEqual(run_readme(self.root, "--check")[0], 0)
         self.assertIn(f"bench-{stamp_of(T2)}.json", (self.root / "README.md").read_text())
+        # docs/results.md is checked as well.
+        results = (self.root / "docs" / "results.md").read_text()
+        (self.root / "docs" / "results.md").write_text(results.replace("| 64B |", "| 64 B |"))
+        status, _, stderr = run_readme(self.root, "--check")
+        self.assertEqual(status, 1)
+        self.assertIn("results.md does not match", stderr)
 
     def test_a_missing_block_stops_the_snapshot_before_anything_is_written(self) -> None:
-        (self.root / "README.md").write_text(README.replace("results:store:", "results:elsewhere:"))
+        (self.root / "docs" / "results.md").write_text(RESULTS.replace("results:store:", "results:elsewhere:"))
         status, _, stderr = run_snapshot(self.root, "run-a", "first", T1)
         self.assertEqual(status, 2)
         self.assertIn("store", stderr)
         self.assertFalse((self.root / "bench-history").exists())
+
+    def test_a_block_may_sit_in_either_document_but_must_sit_in_one(self) -> None:
+        (self.root / "README.md").write_text(README.replace("summary", "gone"))
+        status, _, stderr = run_snapshot(self.root, "run-a", "first", T1)
+        self.assertEqual(status, 2)
+        self.assertIn("summary", stderr)
+        (self.root / "README.md").write_text("# demo\n\nno blocks\n")
+        (self.root / "docs" / "results.md").write_text(README + RESULTS)
+        status, _, stderr = run_snapshot(self.root, "run-b", "first", T1)
+        self.assertEqual(status, 0, stderr)
+        self.assertEqual(run_readme(self.root, "--check")[0], 0)
 
     def test_no_snapshot_is_an_error(self) -> None:
         status, _, stderr = run_readme(self.root, "--check")
@@ -123,3 +163,38 @@ class ContextLine(unittest.TestCase):
         )
         self.assertIsNone(context_line(context, "store"))
         self.assertIsNone(context_line({}, "live_backends"))
+
+
+class Summary(unittest.TestCase):
+    """The README's one table: a row per area, ours against the closest baseline."""
+
+    def test_a_row_per_area_against_the_closest_baseline(self) -> None:
+        from atbench_snapshot.readme import is_baseline, summary_block
+        from atbench_snapshot.registry import Group
+
+        def row(group: str, implementation: str, tier: str, ns: float) -> tuple[str, dict]:
+            full = f"{group}/{implementation}/{tier}"
+            return full, {"group": group, "implementation": implementation, "tier": tier,
+                          "role": "compare", "median_ns": ns}
+
+        registry = {
+            "store.get": Group("store.get", "store", "u", "none", ("ours.nosync", "ours.fsync", "official-pds"), False,
+                               peers={"official-pds": {"same_as": ["ours.nosync", "ours.fsync"], "note": ""}}),
+            "codec.crc": Group("codec.crc", "hotpath", "u", "bytes", ("scalar", "simd", "crc32fast"), False),
+        }
+        results = dict([
+            row("store.get", "ours.nosync", "1", 10.0), row("store.get", "ours.fsync", "1", 50.0),
+            row("store.get", "official-pds", "1", 100.0),
+            row("codec.crc", "scalar", "1K", 40.0), row("codec.crc", "simd", "1K", 10.0),
+            row("codec.crc", "crc32fast", "1K", 20.0), row("codec.crc", "simd", "4K", 40.0),
+            row("codec.crc", "crc32fast", "4K", 20.0),
+        ])
+        self.assertTrue(is_baseline("proto-blue-repo.k256") and is_baseline("create_record.official-pds"))
+        self.assertFalse(is_baseline("k256.rustcrypto") or is_baseline("ours.nosync"))
+        lines = summary_block(results, registry)
+        hotpath = next(line for line in lines if line.startswith("| [hotpath]"))
+        store = next(line for line in lines if line.startswith("| [store]"))
+        # hotpath: 2.00x at 1K (simd against crc32fast), 0.50x at 4K; geomean 1.
+        self.assertIn("| 1 of 2 | `crc32fast` | 1.00x |", hotpath)
+        # store: the peer names both of ours; the slower (fsync) is set against it.
+        self.assertIn("| 1 of 1 | `official-pds` | 2.00x |", store)

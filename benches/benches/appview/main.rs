@@ -1,4 +1,4 @@
-//! `--bench appview` (`spec/appview.md`): the read patterns on the index
+//! `--bench appview` (`docs/design/appview.md`): the read patterns on the index
 //! fed by commits against the SQLite baseline (Prefect's schema and
 //! indexes), at 300 runs and 10^5 runs; the seeded write stream as signed
 //! commits against plain SQL transactions, with the atproto tax's

@@ -2,7 +2,7 @@
 //! the deterministic hot paths, one or more per product crate. Counts do
 //! not move with the machine's load, so `scripts/instructions.py check`
 //! can gate CI on them where wall-clock medians cannot (see
-//! `../shared/spec/history.md` section 3 and the README).
+//! `docs/design/history.md` section 3 and the README).
 //!
 //! Runs with `--features instructions` and the `gungraun-runner` the
 //! project pins (`scripts/instructions.py install` puts it in

@@ -3,7 +3,7 @@
 //! post on top of a 10k-record account, its MST edit (nodes decoded from
 //! memory, cold cache), covering proof, signed commit and `#commit` CAR
 //! slice. The rev and every hash in it are fixed by the inputs (see
-//! `crates/store/src/plan_detached.rs`); the signing context is set up by
+//! `crates/store/src/bench_internals/plan_detached.rs`); the signing context is set up by
 //! the base commit's signature in setup, not in the count.
 
 use std::hint::black_box;

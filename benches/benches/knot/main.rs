@@ -1,4 +1,4 @@
-//! `--bench knot`: git hosted in a PDS (`crates/knot`, `spec/knot.md`):
+//! `--bench knot`: git hosted in a PDS (`crates/knot`, `docs/design/knot.md`):
 //! real `git` driving the `git-remote-at` helper (as `knot_bench_helper`,
 //! the same code, linked on PATH) against atpds in this process, through
 //! the latency proxy ([`knot::proxy`]) at RTT 0 and 50 ms.
@@ -11,7 +11,7 @@
 //!   same proxy (the bound the client and machine set; probes);
 //! - `knot.compact` (`compact.rs`): one compaction of 20 packs, with its
 //!   write-point account;
-//! - `knot.writers` (`writers.rs`, `gateway.rs`): 1, 4, 16 writers on one
+//! - `knot.writers` (`writers.rs`, `writers/gateway.rs`): 1, 4, 16 writers on one
 //!   branch at RTT 0 and 50 ms, with direct CAS (`atpds`) and through
 //!   `knot gateway` (`gateway`) (1 and 4 under `--test`);
 //! - `knot.large_push`, `knot.large_clone` (`large.rs`): generated
@@ -42,7 +42,6 @@ use benches::target::{BenchTarget, Budget};
 mod compact;
 mod fixture;
 mod floor;
-mod gateway;
 mod large;
 mod ops;
 mod pages;

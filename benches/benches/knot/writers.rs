@@ -6,7 +6,7 @@
 //! rows' push step: a writer refused (`fetch first`) fetches, rebases and
 //! pushes again until it lands, and retries and round trips per landed
 //! push are recorded beside the time. Each (RTT, N) is followed by the
-//! same N writers through the gateway (`gateway.rs`'s step), in the same
+//! same N writers through the gateway (`writers/gateway.rs`'s step), in the same
 //! group and run.
 
 use std::path::{Path, PathBuf};
@@ -19,13 +19,16 @@ use knot::proxy::LatencyProxy;
 
 use crate::fixture::Fixture;
 
+// The gateway rows' push step, a child: it implements this module's `Step`.
+mod gateway;
+
 pub fn run(target: &mut BenchTarget, f: &Fixture, rtts: &[Duration], counts: &[usize]) {
     let mut g = target.group("knot.writers");
     g.criterion().sample_size(10);
     for &rtt in rtts {
         for &n in counts {
             direct(&mut g, f, rtt, n);
-            crate::gateway::row(&mut g, f, rtt, n);
+            gateway::row(&mut g, f, rtt, n);
         }
     }
     g.finish();

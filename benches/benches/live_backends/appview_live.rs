@@ -1,5 +1,5 @@
 //! The appview rows of the live target: `appview.<pattern>/{postgres,redis}/{300,100k}`
-//! and `appview.seed_write/postgres/300` (`spec/appview.md`). Both tiers
+//! and `appview.seed_write/postgres/300` (`docs/design/appview.md`). Both tiers
 //! are the seeded workloads bulk loaded into an index (the reference
 //! every page is checked against, outside the timing); each backend
 //! (`benches::appview::LiveAppview`: PostgreSQL with Prefect's schema and

@@ -1,4 +1,4 @@
-//! `--bench live_backends` (`spec/gateway.md`): dispatch lines executed by
+//! `--bench live_backends` (`docs/design/gateway.md`): dispatch lines executed by
 //! `crates/gateway` on live PostgreSQL, MariaDB and Redis, and on an
 //! in-process S3 emulator, each `ours` row beside `raw` (the client alone,
 //! the same statement and cells).
@@ -10,7 +10,7 @@
 //! prefix or bucket, seeded with the first 10,000 datagen store records
 //! and dropped at the end; reads and updates draw ids uniformly (seeded).
 //! The server versions go into the run context. The appview's PostgreSQL
-//! and Redis rows (`appview_*.rs`, `spec/appview.md`) have databases and
+//! and Redis rows (`appview_*.rs`, `docs/design/appview.md`) have databases and
 //! prefixes of their own.
 
 use benches::target::{BenchTarget, Budget};

@@ -27,6 +27,8 @@ use sha2::Digest;
 
 use benches::corpus::Corpus;
 
+use crate::peer_roles::{CborPeer, EncodeFn};
+
 /// Registers the four groups.
 pub fn run(target: &mut BenchTarget, corpus: &Corpus) {
     encode(target, &corpus.records);
@@ -98,23 +100,6 @@ fn to_serde_cbor(v: &ValueRef<'_>) -> serde_cbor::Value {
         ),
         ValueRef::Link(c) => S::Tag(42, Box::new(S::Bytes(link_bytes(c)))),
     }
-}
-
-/// An encoder under test: writes the value it was set up with into `out`.
-pub type EncodeFn<'a> = Box<dyn FnMut(&mut Vec<u8>) + 'a>;
-
-/// A peer DAG-CBOR codec working on its own generic value type.
-pub struct CborPeer {
-    /// The implementation name in ids.
-    pub name: &'static str,
-    /// Decodes `bytes` into the peer's value (setup, untimed) and returns
-    /// an encoder of that value.
-    pub encoder: fn(&[u8]) -> EncodeFn<'static>,
-    /// The timed decode: `bytes` into the peer's value, true when it
-    /// decoded.
-    pub decode: fn(&[u8]) -> bool,
-    /// Decode then encode again (setup): must give `bytes` back.
-    pub round_trip: fn(&[u8]) -> Vec<u8>,
 }
 
 /// The peers of both codec groups beyond the four wired in this module.

@@ -14,6 +14,7 @@ use benches::target::{BenchTarget, Budget};
 mod cbor;
 mod mst;
 mod mst_diff;
+mod peer_roles;
 mod peers;
 mod sync;
 mod versions;

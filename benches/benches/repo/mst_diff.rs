@@ -22,38 +22,7 @@ use benches::target::BenchTarget;
 use criterion::Throughput;
 use repo::mst::{DiffEntry, MemoryBlockStore, Mst};
 
-/// A diff in the shape every implementation's is compared in.
-pub type DiffRows = Vec<(String, Option<repo::Cid>, Option<repo::Cid>)>;
-
-/// Our CID type of a peer's CID bytes.
-pub fn cid(bytes: &[u8]) -> repo::Cid {
-    repo::Cid::from_bytes(bytes).expect("a peer's CID converts")
-}
-
-/// The rows of a diff made of `adds`, `updates` and `deletes` maps whose
-/// entries have a `key` and a `cid` (and an update its `prev`), as
-/// proto-blue-repo's and rsky-repo's `DataDiff` are (after the reference
-/// implementation's); `$cid` turns their CID type into ours.
-macro_rules! data_diff_rows {
-    ($d:expr, $cid:expr) => {
-        $d.adds
-            .values()
-            .map(|a| (a.key.clone(), None, Some($cid(&a.cid))))
-            .chain(
-                $d.updates
-                    .values()
-                    .map(|u| (u.key.clone(), Some($cid(&u.prev)), Some($cid(&u.cid)))),
-            )
-            .chain(
-                $d.deletes
-                    .values()
-                    .map(|x| (x.key.clone(), Some($cid(&x.cid)), None)),
-            )
-            .collect::<$crate::mst_diff::DiffRows>()
-    };
-}
-#[allow(unused_imports)] // its users build only with some peers' features
-pub(crate) use data_diff_rows;
+use crate::peer_roles::DiffRows;
 
 fn rows(d: &[DiffEntry]) -> DiffRows {
     d.iter().map(|e| (e.key.clone(), e.old, e.new)).collect()

@@ -149,8 +149,8 @@ pub fn mst_diff(group: &mut Group<'_>, tier: &str, trees: &benches::inputs::MstD
             &entries(new)?,
         ))
     };
-    let c = |c: &atproto_dasl::Cid| crate::mst_diff::cid(&c.to_bytes());
-    let rows = |d: &Vec<MstDiff>| -> crate::mst_diff::DiffRows {
+    let c = |c: &atproto_dasl::Cid| crate::peer_roles::cid(&c.to_bytes());
+    let rows = |d: &Vec<MstDiff>| -> crate::peer_roles::DiffRows {
         d.iter()
             .map(|d| match d {
                 MstDiff::Add { key, cid } => (key.clone(), None, Some(c(cid))),
@@ -163,5 +163,5 @@ pub fn mst_diff(group: &mut Group<'_>, tier: &str, trees: &benches::inputs::MstD
             })
             .collect()
     };
-    crate::peers::mst_diff_row(group, NAME, tier, trees, diff, rows, Vec::len);
+    crate::peer_roles::mst_diff_row(group, NAME, tier, trees, diff, rows, Vec::len);
 }

@@ -9,7 +9,7 @@ use std::hint::black_box;
 use ipld_core::ipld::Ipld;
 use serde_ipld_dagcbor_06 as dagcbor;
 
-use crate::cbor::{CborPeer, EncodeFn};
+use crate::peer_roles::{CborPeer, EncodeFn};
 
 /// The codec's rows in `repo.cbor_encode` and `repo.cbor_decode`.
 pub const CBOR: CborPeer = CborPeer {

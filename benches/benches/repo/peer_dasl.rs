@@ -19,7 +19,7 @@ use atproto_dasl::{Ipld, drisl};
 use benches::target::Group;
 use futures::executor::block_on;
 
-use crate::cbor::{CborPeer, EncodeFn};
+use crate::peer_roles::{CborPeer, EncodeFn};
 
 /// The codec's rows in `repo.cbor_encode` and `repo.cbor_decode`.
 pub const CBOR: CborPeer = CborPeer {

@@ -124,7 +124,7 @@ pub fn car_write(
             Ok(())
         })
     };
-    crate::peers::car_write_row(group, NAME, tier, ours, |out| {
+    crate::peer_roles::car_write_row(group, NAME, tier, ours, |out| {
         out.clear();
         export(out).expect("jacquard-repo exports");
     });
@@ -149,8 +149,8 @@ pub fn mst_diff(group: &mut Group<'_>, tier: &str, trees: &benches::inputs::MstD
             a.diff(&b).await
         })
     };
-    let c = |c: &JCid| crate::mst_diff::cid(&c.to_bytes());
-    crate::peers::mst_diff_row(
+    let c = |c: &JCid| crate::peer_roles::cid(&c.to_bytes());
+    crate::peer_roles::mst_diff_row(
         group,
         NAME,
         tier,
@@ -241,7 +241,7 @@ pub fn commit_verify(
         Commit::<jacquard_common::DefaultStr>::from_cbor(block)
             .is_ok_and(|c| c.verify(&key).is_ok())
     };
-    crate::peers::verify_row(
+    crate::peer_roles::verify_row(
         group,
         "jacquard-repo",
         &format!("{NAME}.{alg_name}"),
@@ -266,7 +266,7 @@ pub fn car_read(group: &mut Group<'_>, tier: &str, car: &[u8], n: usize) {
             Ok(mst.leaves().await?.len())
         })
     };
-    crate::peers::car_read_row(group, &format!("{NAME}.nohash"), tier, car, n, import);
+    crate::peer_roles::car_read_row(group, &format!("{NAME}.nohash"), tier, car, n, import);
 }
 
 fn decode(frame: &[u8]) -> Option<Box<jacquard_api::com_atproto::sync::subscribe_repos::Commit>> {
@@ -279,7 +279,7 @@ fn decode(frame: &[u8]) -> Option<Box<jacquard_api::com_atproto::sync::subscribe
 /// `repo.frame_decode/jacquard-repo/commit`: header and `#commit` body into
 /// its generated lexicon types; every corpus frame checked first.
 pub fn frame(group: &mut Group<'_>, frames: &[Vec<u8>]) {
-    crate::peers::frame_row(group, NAME, frames, |f| decode(f).is_some());
+    crate::peer_roles::frame_row(group, NAME, frames, |f| decode(f).is_some());
 }
 
 /// `repo.frame_verify/jacquard-repo/commit`: decode, then `validate_v1_1`

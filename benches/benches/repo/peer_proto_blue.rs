@@ -17,7 +17,7 @@ use proto_blue_crypto::{K256Keypair, Keypair as _, P256Keypair, Signer, Verifier
 use proto_blue_lex_data::{Cid as PbCid, LexValue};
 use proto_blue_repo::{BlockMap, MstNode, SignedCommit, UnsignedCommit};
 
-use crate::cbor::{CborPeer, EncodeFn};
+use crate::peer_roles::{CborPeer, EncodeFn};
 
 /// The implementation name in ids.
 pub const NAME: &str = "proto-blue-repo";
@@ -141,7 +141,7 @@ pub fn commit_verify(
             .to_signing_bytes()
             .is_ok_and(|m| verifier.verify(&m, &c.sig).unwrap_or(false))
     };
-    crate::peers::verify_row(
+    crate::peer_roles::verify_row(
         group,
         "proto-blue-repo",
         &format!("{NAME}.{alg_name}"),
@@ -179,7 +179,7 @@ fn import(car: &[u8]) -> Result<usize, proto_blue_repo::RepoError> {
 
 /// `repo.car_read/proto-blue-repo/<tier>`; checked to list `n` records.
 pub fn car_read(group: &mut Group<'_>, tier: &str, car: &[u8], n: usize) {
-    crate::peers::car_read_row(group, NAME, tier, car, n, import);
+    crate::peer_roles::car_read_row(group, NAME, tier, car, n, import);
 }
 
 /// `repo.mst_add/proto-blue-repo/<tier>`: load the base tree (all of it:
@@ -257,7 +257,7 @@ pub fn car_write(
         blocks.set(pb_cid(cid), bytes.to_vec());
     }
     let commit = pb_cid(&commit);
-    crate::peers::car_write_row(group, NAME, tier, ours, |out| {
+    crate::peer_roles::car_write_row(group, NAME, tier, ours, |out| {
         *out = export(black_box(&blocks), &commit).expect("proto-blue-repo exports");
     });
 }
@@ -276,14 +276,14 @@ pub fn mst_diff(group: &mut Group<'_>, tier: &str, trees: &benches::inputs::MstD
         let prev = MstNode::load(&old, &blocks)?;
         proto_blue_repo::DataDiff::of(&curr, Some(&prev))
     };
-    let c = |c: &PbCid| crate::mst_diff::cid(&c.to_bytes());
-    crate::peers::mst_diff_row(
+    let c = |c: &PbCid| crate::peer_roles::cid(&c.to_bytes());
+    crate::peer_roles::mst_diff_row(
         group,
         NAME,
         tier,
         trees,
         diff,
-        |d| crate::mst_diff::data_diff_rows!(d, c),
+        |d| crate::peer_roles::data_diff_rows!(d, c),
         |d| d.adds.len(),
     );
 }
@@ -309,5 +309,5 @@ fn frame_decode(frame: &[u8]) -> bool {
 /// `repo.frame_decode/proto-blue-repo/commit`: every corpus frame checked
 /// to decode to a `#commit` first.
 pub fn frame(group: &mut Group<'_>, frames: &[Vec<u8>]) {
-    crate::peers::frame_row(group, NAME, frames, frame_decode);
+    crate::peer_roles::frame_row(group, NAME, frames, frame_decode);
 }

@@ -111,14 +111,14 @@ pub fn mst_diff(group: &mut Group<'_>, tier: &str, trees: &benches::inputs::MstD
             rsky_repo::data_diff::DataDiff::of(&mut curr, Some(&mut prev)).await
         })
     };
-    let c = |c: &RCid| crate::mst_diff::cid(&c.to_bytes());
-    crate::peers::mst_diff_row(
+    let c = |c: &RCid| crate::peer_roles::cid(&c.to_bytes());
+    crate::peer_roles::mst_diff_row(
         group,
         NAME,
         tier,
         trees,
         diff,
-        |d| crate::mst_diff::data_diff_rows!(d, c),
+        |d| crate::peer_roles::data_diff_rows!(d, c),
         |d| d.adds.len(),
     );
 }
@@ -177,7 +177,7 @@ pub fn commit_verify(
         serde_ipld_dagcbor_06::from_slice::<Commit>(block)
             .is_ok_and(|c| rsky_repo::util::verify_commit_sig(c, &did_key).unwrap_or(false))
     };
-    crate::peers::verify_row(
+    crate::peer_roles::verify_row(
         group,
         "rsky-repo",
         &format!("{NAME}.{alg_name}.didkey"),
@@ -205,5 +205,5 @@ pub fn car_read(group: &mut Group<'_>, tier: &str, car: &[u8], n: usize) {
             Ok(tree.leaves().await?.len())
         })
     };
-    crate::peers::car_read_row(group, &format!("{NAME}.nohash"), tier, car, n, import);
+    crate::peer_roles::car_read_row(group, &format!("{NAME}.nohash"), tier, car, n, import);
 }

@@ -1,5 +1,5 @@
 //! `--bench xrpc`: the store served over HTTP and WebSocket (`crates/xrpc`,
-//! `spec/xrpc.md`), driven by a load generator inside this process.
+//! `docs/design/xrpc.md`), driven by a load generator inside this process.
 //!
 //! The server runs in this process (`xrpc::spawn`: its own tokio runtime,
 //! two worker threads and a blocking pool for the store); the load
@@ -10,7 +10,7 @@
 //!
 //! Groups, in run order, each on a server with a fresh store under
 //! `BENCH_DIR` (default a temp dir under `target/atbench/xrpc-tmp`):
-//! - `xrpc.route` (`routes.rs`, `routes_more.rs`): 22 routes at 50
+//! - `xrpc.route` (`routes.rs`, `routes/more.rs`): 22 routes at 50
 //!   connections, the 4 large ones at 10, on accounts and records seeded
 //!   from `datagen::store` (`seed.rs`);
 //! - `xrpc.write`: createRecord at 1, 10 and 50 connections, one account
@@ -45,7 +45,6 @@ mod firehose;
 mod mix;
 mod peer;
 mod routes;
-mod routes_more;
 mod seed;
 mod startup;
 

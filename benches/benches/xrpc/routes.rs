@@ -1,4 +1,4 @@
-//! `xrpc.route/<route>/c50` (13 routes here, 9 more in `routes_more.rs`),
+//! `xrpc.route/<route>/c50` (13 routes here, 9 more in `routes/more.rs`),
 //! `xrpc.route/<route>/c10` (the 4 large ones) and
 //! `xrpc.write/create_record/c{1,10,50}`: one request per operation
 //! through the concurrent-callers runner, one keep-alive connection per
@@ -19,6 +19,9 @@ use serde_json::{Value, json};
 
 use crate::client::{Call, Conn, Outcomes, json_ok};
 use crate::seed::{BLOB_BYTES, BLOB_MIME, PASSWORD, Seed};
+
+// The routes beyond the first 17, a child: it builds on this module's `Route` and checks.
+mod more;
 
 /// One route: its requests (by caller and operation index) and the check
 /// of a sampled answer.
@@ -369,9 +372,9 @@ pub fn run_routes(target: &mut BenchTarget, seed: &Seed, peers: &[(&str, &Seed)]
         for route in large_routes(seed) {
             bench_route(&mut g, seed, peer, &route, 10);
         }
-        for route in crate::routes_more::routes(seed) {
+        for route in more::routes(seed) {
             if let Some(p) = peer
-                && let Err(why) = crate::routes_more::peer_serves(seed, &route)
+                && let Err(why) = more::peer_serves(seed, &route)
             {
                 eprintln!("atbench: xrpc.route/{}.{p}: skipped: {why}", route.name);
                 continue;

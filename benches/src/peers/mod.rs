@@ -3,7 +3,7 @@
 //! runs our rows, then the peer of that area (`peers/<folder>/probe.js` under
 //! node) through the same units of work, and leaves one JSON result per peer
 //! id in `<target>/atbench/peers/`, which `scripts/bench_snapshot.py` merges
-//! beside Criterion's rows (spec: `shared/spec/peers.md`).
+//! beside Criterion's rows (spec: `docs/design/peers.md`).
 //!
 //! What this module owns:
 //! - whether peers run at all, and the one line that says why not

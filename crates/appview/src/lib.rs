@@ -1,5 +1,5 @@
 //! The read path of an atproto-canonical orchestration backend
-//! (`spec/appview.md`): flows and flow runs with Prefect's API semantics,
+//! (`docs/design/appview.md`): flows and flow runs with Prefect's API semantics,
 //! whose canonical state is an atproto repository written through
 //! `crates/store` (every mutation a signed commit), and whose reads come
 //! from an in-process [`Index`] fed by those commits. The SQLite baseline

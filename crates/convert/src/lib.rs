@@ -1,4 +1,4 @@
-//! The data-gateway conversions of atbench (`spec/hotpath.md`,
+//! The data-gateway conversions of atbench (`docs/design/hotpath.md`,
 //! "crates/convert"): JSON <-> `google.protobuf.Struct`/`Value` as
 //! `prost-types` defines them, dispatch-line parsing, context merging and
 //! SQL rows -> record sets.

@@ -1,4 +1,4 @@
-//! The seeded orchestration workload of the appview (`spec/appview.md`):
+//! The seeded orchestration workload of the appview (`docs/design/appview.md`):
 //! flows, flow runs and their state changes, as the operations a client
 //! sends, in the order they happen.
 //!

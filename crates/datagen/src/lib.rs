@@ -50,7 +50,9 @@
 pub mod appview;
 pub mod hotpath;
 mod json;
-pub mod manifest;
+// The manifest describes the hot-path dataset's files: a child of `hotpath`
+// (which its sample loader reads), at its old path too.
+pub use hotpath::manifest;
 pub mod segment;
 pub mod segment_mix;
 pub mod store;

@@ -1,5 +1,5 @@
 //! Generators for the segment (event archive) benches and tests, in the
-//! shapes of the upstream Jetstream V2 benchmarks (see `spec/segment.md`).
+//! shapes of the upstream Jetstream V2 benchmarks (see `docs/design/segment.md`).
 //!
 //! Events are plain data ([`SegEvent`]) so datagen does not depend on the
 //! segment crate; a bench converts them to the segment's borrowed events.

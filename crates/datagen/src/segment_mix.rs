@@ -1,4 +1,4 @@
-//! The "realistic mix" of archive events (`spec/segment.md`, benchmark
+//! The "realistic mix" of archive events (`docs/design/segment.md`, benchmark
 //! shapes): what a Jetstream archive of the Bluesky network holds.
 //!
 //! Per 1000 events: 990 commits and 10 non-commit events (7 `#identity`,

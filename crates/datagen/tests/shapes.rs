@@ -1,4 +1,4 @@
-//! The generated lines have the shapes and sizes `spec/hotpath.md` asks for.
+//! The generated lines have the shapes and sizes `docs/design/hotpath.md` asks for.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;

@@ -1,4 +1,4 @@
-//! The data gateway's executors (`spec/gateway.md`): a dispatch line is
+//! The data gateway's executors (`docs/design/gateway.md`): a dispatch line is
 //! parsed (`crates/convert`), run on a live backend over a real
 //! connection, and its answer converted back (rows -> record set, objects
 //! -> bytes).

@@ -4,14 +4,10 @@
 //! files past [`MAX_DIFF_BLOB`] or holding a NUL byte are named but not
 //! diffed, and a commit's diff stops after [`MAX_DIFF_LINES`] lines.
 
-use std::fmt::Write;
-
 use similar::{ChangeTag, TextDiff};
 
 use crate::error::Result;
-use crate::html::escape_into;
-use crate::mirror::{self, ChangeKind, CommitInfo, FileChange};
-use crate::paths::{encode_path, encode_segment};
+use crate::mirror::{self, CommitInfo, FileChange};
 
 /// Largest blob whose lines are diffed.
 pub const MAX_DIFF_BLOB: u64 = 1 << 20;
@@ -98,61 +94,4 @@ pub fn commit_diff(repo: &gix::Repository, c: &CommitInfo) -> Result<Vec<FileDif
         out.push(FileDiff { change, body });
     }
     Ok(out)
-}
-
-impl FileDiff {
-    /// Appends this file's section; file links point at `rev`.
-    pub fn write_html(&self, o: &mut String, rev: &str) {
-        let (word, href_rev) = match self.change.kind {
-            ChangeKind::Added => ("added", Some(rev)),
-            ChangeKind::Deleted => ("deleted", None),
-            ChangeKind::Modified => ("modified", Some(rev)),
-        };
-        o.push_str("<section class=\"diff\"><h3>");
-        match href_rev {
-            Some(r) => {
-                let _ = write!(
-                    o,
-                    "<a href=\"/blob/{}/{}\">",
-                    encode_segment(r),
-                    encode_path(&self.change.path)
-                );
-                escape_into(o, &self.change.path);
-                o.push_str("</a>");
-            }
-            None => escape_into(o, &self.change.path),
-        }
-        let _ = write!(o, " <span class=\"meta\">{word}</span></h3>");
-        match &self.body {
-            Body::Binary => o.push_str("<p class=\"meta\">binary</p>"),
-            Body::TooLarge => o.push_str("<p class=\"meta\">too large to diff</p>"),
-            Body::Elided => o.push_str("<p class=\"meta\">diff not shown (line limit)</p>"),
-            Body::Hunks(h) => {
-                o.push_str("<pre>");
-                for (header, lines) in h {
-                    o.push_str("<span class=\"hunk\">");
-                    escape_into(o, header);
-                    o.push_str("</span>");
-                    for (tag, line) in lines {
-                        let (class, sign) = match tag {
-                            ChangeTag::Insert => ("add", '+'),
-                            ChangeTag::Delete => ("del", '-'),
-                            ChangeTag::Equal => ("", ' '),
-                        };
-                        if class.is_empty() {
-                            o.push(sign);
-                            escape_into(o, line);
-                            o.push('\n');
-                        } else {
-                            let _ = write!(o, "<span class=\"{class}\">{sign}");
-                            escape_into(o, line);
-                            o.push_str("</span>");
-                        }
-                    }
-                }
-                o.push_str("</pre>");
-            }
-        }
-        o.push_str("</section>");
-    }
 }

@@ -5,8 +5,10 @@
 
 use std::fmt::Write;
 
-use crate::diff::FileDiff;
-use crate::mirror::{CommitInfo, Entry, EntryKind, RefInfo};
+use similar::ChangeTag;
+
+use crate::diff::{Body, FileDiff};
+use crate::mirror::{ChangeKind, CommitInfo, Entry, EntryKind, RefInfo};
 use crate::paths::{encode_path, encode_segment};
 
 /// Appends `s` with `& < > " '` escaped.
@@ -240,9 +242,64 @@ pub fn commit_page(f: &Frame<'_>, c: &CommitInfo, files: &[FileDiff]) -> String 
     escape_into(&mut o, c.message.trim_end());
     o.push_str("</pre>");
     for fd in files {
-        fd.write_html(&mut o, &c.id.to_string());
+        file_diff(&mut o, fd, &c.id.to_string());
     }
     page(f, &o)
+}
+
+/// Appends one file's section of a commit's diff; file links point at `rev`.
+fn file_diff(o: &mut String, d: &FileDiff, rev: &str) {
+    let (word, href_rev) = match d.change.kind {
+        ChangeKind::Added => ("added", Some(rev)),
+        ChangeKind::Deleted => ("deleted", None),
+        ChangeKind::Modified => ("modified", Some(rev)),
+    };
+    o.push_str("<section class=\"diff\"><h3>");
+    match href_rev {
+        Some(r) => {
+            let _ = write!(
+                o,
+                "<a href=\"/blob/{}/{}\">",
+                encode_segment(r),
+                encode_path(&d.change.path)
+            );
+            escape_into(o, &d.change.path);
+            o.push_str("</a>");
+        }
+        None => escape_into(o, &d.change.path),
+    }
+    let _ = write!(o, " <span class=\"meta\">{word}</span></h3>");
+    match &d.body {
+        Body::Binary => o.push_str("<p class=\"meta\">binary</p>"),
+        Body::TooLarge => o.push_str("<p class=\"meta\">too large to diff</p>"),
+        Body::Elided => o.push_str("<p class=\"meta\">diff not shown (line limit)</p>"),
+        Body::Hunks(h) => {
+            o.push_str("<pre>");
+            for (header, lines) in h {
+                o.push_str("<span class=\"hunk\">");
+                escape_into(o, header);
+                o.push_str("</span>");
+                for (tag, line) in lines {
+                    let (class, sign) = match tag {
+                        ChangeTag::Insert => ("add", '+'),
+                        ChangeTag::Delete => ("del", '-'),
+                        ChangeTag::Equal => ("", ' '),
+                    };
+                    if class.is_empty() {
+                        o.push(sign);
+                        escape_into(o, line);
+                        o.push('\n');
+                    } else {
+                        let _ = write!(o, "<span class=\"{class}\">{sign}");
+                        escape_into(o, line);
+                        o.push_str("</span>");
+                    }
+                }
+            }
+            o.push_str("</pre>");
+        }
+    }
+    o.push_str("</section>");
 }
 
 /// The log from `rev`.

@@ -1,5 +1,5 @@
 //! `knot-serve`: a read-only web server over a git mirror that it keeps up
-//! to date from knot's ref records (`spec/knot.md`, issue 39 item 3).
+//! to date from knot's ref records (`docs/design/knot.md`, issue 39 item 3).
 //!
 //! Pages are drawn from the mirror's objects in process (gitoxide), never
 //! through a `git` subprocess: the repository (default branch's tree and

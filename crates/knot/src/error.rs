@@ -49,21 +49,12 @@ impl RateLimit {
     }
 }
 
-/// Unix seconds as `YYYY-MM-DD HH:MM:SS UTC` (civil-from-days, proleptic
-/// Gregorian).
+/// Unix seconds as `YYYY-MM-DD HH:MM:SS UTC` (the calendar is
+/// `codec::datetime`'s).
 pub fn utc(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
     let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
+    let (y, m, d) = codec::datetime::civil_from_days(days);
     format!(
         "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
         rem / 3600,

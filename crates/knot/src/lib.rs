@@ -1,4 +1,4 @@
-//! Git hosted in an atproto PDS (`spec/knot.md`): the `git-remote-at`
+//! Git hosted in an atproto PDS (`docs/design/knot.md`): the `git-remote-at`
 //! remote helper keeps a repository's refs as records and its packs as
 //! blob parts in the account's own PDS. A branch update is one
 //! compare-and-swap (`putRecord` with `swapRecord`); packs stream from

@@ -1,5 +1,5 @@
 //! An in-process TCP proxy that adds round-trip time, and counts what
-//! crosses it (`spec/knot.md`, "Latency": `tc netem` is not available).
+//! crosses it (`docs/design/knot.md`, "Latency": `tc netem` is not available).
 //!
 //! Each chunk read from one side is stamped on arrival and written to the
 //! other side `rtt / 2` later: chunks in flight overlap, so throughput is

@@ -98,7 +98,7 @@
 //! | `prepare` | a write's checks and encoding on the caller's thread |
 //! | `lane` | each active account's commit state, locked by the commit using it |
 //! | `plan` | a commit's CPU half, planned from a lane |
-//! | `plan_detached` | that over an account held in memory (tests and `--bench instructions` only) |
+//! | `bench_internals::plan_detached` | that over an account held in memory (tests and `--bench instructions` only) |
 //! | `node_pos` | the position rule of MST node rows and a lane's known positions |
 //! | `node_rows` | reading and writing MST node rows by position |
 //! | `rows` | the root, record, record-blob and commit-log rows; CID columns |
@@ -148,15 +148,11 @@ mod fixtures;
 mod gate;
 mod import;
 mod lane;
+mod migrations;
 mod node_pos;
 mod node_rows;
 mod ownership;
 mod plan;
-// Commit planning over an in-memory account: counted by `--bench
-// instructions` and checked by its own tests; not part of the store's API.
-mod migrations;
-#[cfg(any(test, feature = "bench-internals"))]
-mod plan_detached;
 mod prepare;
 mod read;
 mod render;
@@ -167,8 +163,9 @@ mod types;
 mod vfs;
 mod writer;
 
-// The benches' facade and the bench-only units (the seqless event is
-// also what `plan_detached` hands its tests).
+// The benches' facade and the bench-only units, commit planning over an
+// in-memory account (`bench_internals/plan_detached.rs`, counted by `--bench
+// instructions` and checked by its own tests) among them.
 #[cfg(any(test, feature = "bench-internals"))]
 #[doc(hidden)]
 pub mod bench_internals;

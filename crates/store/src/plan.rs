@@ -55,7 +55,7 @@ impl Nodes for LazyReader<'_> {
     }
 }
 
-/// An account held in memory (`plan_detached.rs`): every node is there,
+/// An account held in memory (`bench_internals/plan_detached.rs`): every node is there,
 /// so nothing is read by position.
 impl Nodes for MemoryBlockStore {
     type Source<'p> = &'p MemoryBlockStore;

@@ -61,8 +61,8 @@ pub struct App {
     writes: AtomicUsize,
     /// The `describeServer` answer.
     pub describe: Bytes,
-    /// The proxy's pooled client (`proxy.rs`).
-    pub proxy: crate::proxy::Proxy,
+    /// The pooled client of upstream calls (`upstream.rs`).
+    pub proxy: crate::upstream::Proxy,
     /// The relays told about writes (`crawl.rs`).
     pub crawlers: crate::crawl::Crawlers,
     /// The startup report line.
@@ -254,7 +254,7 @@ impl App {
                 a.did
             )));
         }
-        let proxy = crate::proxy::Proxy::new();
+        let proxy = crate::upstream::Proxy::new();
         let crawlers = crate::crawl::Crawlers::new(
             config.relay_urls.clone(),
             &public_url,

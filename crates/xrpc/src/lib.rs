@@ -1,6 +1,6 @@
 //! The [`store`] served as an atproto Personal Data Server: XRPC over
 //! HTTP/1.1, the `com.atproto.sync.subscribeRepos` firehose over WebSocket,
-//! accounts and sessions (`spec/xrpc.md`), and the `atpds` binary.
+//! accounts and sessions (`docs/design/xrpc.md`), and the `atpds` binary.
 //!
 //! # Shape
 //!
@@ -106,12 +106,12 @@
 mod accounts;
 mod admission;
 mod app;
-mod app_passwords;
 mod auth;
 mod cors;
 mod crawl;
 mod error;
 mod firehose;
+mod methods;
 mod mime;
 mod net;
 mod params;
@@ -130,6 +130,7 @@ mod stall;
 mod startup;
 mod stream;
 mod subscribe;
+mod upstream;
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -27,15 +27,12 @@
 //! upstream errors keep their status, as the reference maps them.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 
 use crate::app::App;
 use crate::auth::Scope;
@@ -70,38 +67,6 @@ const FORWARD_RESPONSE: &[&str] = &[
     "atproto-repo-rev",
     "atproto-content-labelers",
 ];
-
-/// The pooled HTTP client the proxy sends with.
-pub struct Proxy {
-    client: Client<HttpConnector, Full<Bytes>>,
-}
-
-impl Proxy {
-    /// A client whose connections are pooled per upstream.
-    pub fn new() -> Proxy {
-        let mut connector = HttpConnector::new();
-        connector.set_connect_timeout(Some(Duration::from_secs(5)));
-        connector.set_nodelay(true);
-        Proxy {
-            client: Client::builder(hyper_util::rt::TokioExecutor::new())
-                .pool_idle_timeout(Duration::from_secs(30))
-                .build(connector),
-        }
-    }
-}
-
-impl Proxy {
-    /// The pooled client (shared with `crawl.rs`).
-    pub fn client(&self) -> Client<HttpConnector, Full<Bytes>> {
-        self.client.clone()
-    }
-}
-
-impl Default for Proxy {
-    fn default() -> Self {
-        Proxy::new()
-    }
-}
 
 /// Whether a method atpds does not serve goes to the proxy: a header asks
 /// for it, or an appview is configured for `app.bsky.*`.
@@ -188,11 +153,11 @@ pub async fn forward(
             "Method Not Implemented",
         ));
     }
-    if crate::routes::is_protected_method(nsid) {
+    if crate::methods::is_protected_method(nsid) {
         return Err(XrpcError::bad("InvalidToken", "Bad token method"));
     }
     let claims = app.session(parts, Scope::Access)?;
-    if !claims.is_privileged() && crate::routes::is_privileged_method(nsid) {
+    if !claims.is_privileged() && crate::methods::is_privileged_method(nsid) {
         return Err(XrpcError::bad("InvalidToken", "Bad token method"));
     }
     let (base, aud) = target(app, parts, nsid)?;
@@ -243,7 +208,7 @@ pub async fn forward(
         .map_err(|e| XrpcError::internal(format!("proxy request: {e}")))?;
     let timeout = app.config.proxy_timeout;
     let started = tokio::time::Instant::now();
-    let resp = match tokio::time::timeout(timeout, app.proxy.client.request(req)).await {
+    let resp = match tokio::time::timeout(timeout, app.proxy.client().request(req)).await {
         Err(_) => return Err(upstream_timeout()),
         Ok(Err(e)) => {
             return Err(upstream_failure(format!(

@@ -5,66 +5,33 @@
 //! space, a time with an optional fraction (up to nine digits, truncated
 //! to microseconds), and `Z`, an `±HH:MM` offset or none (UTC).
 
-/// Days since 1970-01-01 of a proleptic Gregorian date.
+use codec::datetime;
+
+// The calendar is `codec::datetime`'s, the workspace's one owner of dates;
+// these adapt its types to this module's i64 fields.
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (month and day
+/// already checked by the caller).
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    datetime::days_from_civil(y, m as u32, d as u32)
 }
 
 /// The date of a day since 1970-01-01.
 fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (
-        if m <= 2 {
-            yoe + era * 400 + 1
-        } else {
-            yoe + era * 400
-        },
-        m,
-        d,
-    )
+    let (y, m, d) = datetime::civil_from_days(z);
+    (y, i64::from(m), i64::from(d))
 }
 
 /// Writes `us` as RFC 3339 UTC with six fraction digits. Years 0-9999
-/// (every time the REST server renders in practice) are written digit by
-/// digit into one stack buffer, which a run's seven times per row of a
-/// list page (`appview.rest_*`) notice; other years go through
-/// `fmt` (`write_fmt`, the same text: a test holds them equal).
+/// (every time the REST server renders in practice) go through
+/// `codec::datetime`'s allocation-free digit writer, which a run's seven
+/// times per row of a list page (`appview.rest_*`) notice; other years
+/// through `fmt` (`write_fmt`, the same text: a test holds them equal).
 pub fn write(out: &mut String, us: i64) {
-    let secs = us.div_euclid(1_000_000);
-    let frac = us.rem_euclid(1_000_000);
-    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
-    if !(0..=9999).contains(&y) {
+    let mut b = [0u8; 27];
+    if !datetime::write_rfc3339_micros(us, &mut b) {
         return write_fmt(out, us);
     }
-    let s = secs.rem_euclid(86_400);
-    let mut b = *b"0000-00-00T00:00:00.000000Z";
-    let mut put = |at: usize, width: usize, mut v: i64| {
-        for i in (at..at + width).rev() {
-            // 0 <= v: every field is non-negative here.
-            b[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
-    };
-    put(0, 4, y);
-    put(5, 2, m);
-    put(8, 2, d);
-    put(11, 2, s / 3600);
-    put(14, 2, s / 60 % 60);
-    put(17, 2, s % 60);
-    put(20, 6, frac);
     // The buffer is ASCII throughout.
     out.push_str(std::str::from_utf8(&b).unwrap_or_default());
 }
@@ -154,12 +121,7 @@ pub fn parse(s: &str) -> Option<i64> {
 }
 
 fn days_in_month(y: i64, m: i64) -> i64 {
-    match m {
-        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
+    i64::from(datetime::days_in_month(y, m as u32))
 }
 
 /// Now, in µs since the epoch.

@@ -1,4 +1,4 @@
-//! The hot-path datasets of `spec/hotpath.md` ("Data"): five NDJSON kinds,
+//! The hot-path datasets of `docs/design/hotpath.md` ("Data"): five NDJSON kinds,
 //! one JSON object per line, each drawn from its own ChaCha stream (see the
 //! crate docs).
 //!
@@ -15,6 +15,7 @@
 //! bounded sample ([`load_sample`]). A megabyte here is a MiB (2^20 bytes).
 
 mod generate;
+pub mod manifest;
 mod sample;
 
 use std::io::{self, Write};

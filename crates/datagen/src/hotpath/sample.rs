@@ -6,8 +6,8 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
+use super::manifest::{MANIFEST_FILE, Manifest};
 use super::{Kind, lines};
-use crate::manifest::{MANIFEST_FILE, Manifest};
 
 /// How many lines of each kind a [`Sample`] holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,7 +25,7 @@ pub struct SampleSizes {
 }
 
 impl SampleSizes {
-    /// The benches' sample (`spec/hotpath.md`): the first 8000 records,
+    /// The benches' sample (`docs/design/hotpath.md`): the first 8000 records,
     /// 8000 SQL, 4000 object and 4000 REST lines, and 64 blob lines.
     pub const BENCH: SampleSizes = SampleSizes {
         records: 8000,

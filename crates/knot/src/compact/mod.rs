@@ -1,6 +1,6 @@
 //! `knot compact <remote>`: folds the packs the refs name into one
 //! deltified pack, as `git repack -adf` would, within a budget of write
-//! points and uploads, resumable (issue 39, `spec/knot.md`: every pushed
+//! points and uploads, resumable (issue 39, `docs/design/knot.md`: every pushed
 //! pack is self-contained, so later pushes cannot delta against what the
 //! PDS holds; compaction folds them back into one).
 //!

@@ -2,7 +2,7 @@
 //! flood of pushes waits here instead of tripping 429s there.
 //!
 //! The PDS counts fixed windows that start at a key's first charge
-//! (`spec/knot.md`: write points 5,000 an hour and 35,000 a day per
+//! (`docs/design/knot.md`: write points 5,000 an hour and 35,000 a day per
 //! account, create 3, update 2, delete 1; uploadBlob 1,000 a day; every
 //! request 3,000 per 5 minutes). A bucket of burst `b` refilled at `r`
 //! spends at most `b + r·W` in any span of `W`, so each limit `L` per `W`

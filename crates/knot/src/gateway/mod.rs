@@ -1,5 +1,5 @@
 //! `knot gateway`: a small server that `git-remote-at` pushes through
-//! instead of the PDS, for many writers on one branch (`spec/knot.md`: of
+//! instead of the PDS, for many writers on one branch (`docs/design/knot.md`: of
 //! N writers pushing straight to a branch, one lands per round).
 //!
 //! It serves one account (credentials as the helper finds them,

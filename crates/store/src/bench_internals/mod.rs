@@ -9,6 +9,9 @@
 
 #[cfg(feature = "bench-internals")]
 mod index_only;
+// Commit planning over an in-memory account: counted by `--bench
+// instructions` and checked by its own tests; not part of the store's API.
+mod plan_detached;
 mod seqless;
 
 pub use seqless::SeqlessEvent;
@@ -19,9 +22,9 @@ pub use index_only::{IndexOnly, IndexOnlyRecord, index_only_write};
 #[cfg(feature = "bench-internals")]
 pub use crate::fixtures::{HistoryFixture, HistoryShape, build_history_fixture, reset_unversioned};
 #[cfg(feature = "bench-internals")]
-pub use crate::plan_detached::{DetachedRepo, PlannedCommit};
-#[cfg(feature = "bench-internals")]
 pub use crate::schema::{WRITER_PRAGMAS, pragmas};
+#[cfg(feature = "bench-internals")]
+pub use plan_detached::{DetachedRepo, PlannedCommit};
 
 /// `current_cid` bypassing the writer-coherent cache: the SQLite index
 /// lookup alone, its inputs checked (the adjacent probe

@@ -1,4 +1,4 @@
-//! `atpds`: the store served as an atproto PDS (`spec/xrpc.md`).
+//! `atpds`: the store served as an atproto PDS (`docs/design/xrpc.md`).
 //!
 //! Prints, first and flushed, exactly one line `atpds listening on
 //! http://<addr>`, then a one-line startup report ending with the stage

@@ -13,8 +13,8 @@ use http::request::Parts;
 use hyper::body::Incoming;
 use repo::cbor::json::push_json_str;
 
+use crate::accounts::app_passwords::{AppPassword, CreateError, MAX_NAME_BYTES, generate, salt};
 use crate::app::{App, blocking};
-use crate::app_passwords::{AppPassword, CreateError, MAX_NAME_BYTES, generate, salt};
 use crate::auth::Scope;
 use crate::error::{XResult, XrpcError};
 use crate::password;

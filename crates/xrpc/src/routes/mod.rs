@@ -32,8 +32,6 @@ use http::request::Parts;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use hyper::body::Incoming;
 
-pub use service_auth::{is_privileged_method, is_protected_method};
-
 use crate::app::App;
 use crate::error::{XResult, XrpcError};
 use crate::rate_limit::{Class, Ticket};

@@ -226,7 +226,7 @@ pub async fn create_session(
     // password of the app-password shape, the account's app passwords
     // (one more scrypt: `app_passwords.rs`).
     let app_passes = match &account {
-        Some(a) if crate::app_passwords::is_app_password(&input.password) => {
+        Some(a) if crate::accounts::app_passwords::is_app_password(&input.password) => {
             app.accounts.app_passwords(&a.did)
         }
         _ => Vec::new(),
@@ -239,7 +239,7 @@ pub async fn create_session(
         if app_passes.is_empty() {
             return Ok(None);
         }
-        let salt = crate::app_passwords::salt(&did);
+        let salt = crate::accounts::app_passwords::salt(&did);
         let mut hashed: Vec<(u8, String)> = Vec::new();
         for ap in app_passes {
             let Some(n) = password::stored_log_n(&ap.hash) else {

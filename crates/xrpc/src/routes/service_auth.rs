@@ -21,43 +21,13 @@ use repo::cbor::json::push_json_str;
 use crate::app::App;
 use crate::auth::{Scope, now};
 use crate::error::{XResult, XrpcError};
+use crate::methods::{is_privileged_method, is_protected_method};
 use crate::params::Params;
 use crate::response::{Body, ok};
 use crate::service_jwt::{DEFAULT_TTL, ServiceClaims};
 
 const MINUTE: i64 = 60;
 const HOUR: i64 = 3600;
-
-/// Methods no service-auth token may be bound to (the reference's list).
-const PROTECTED_METHODS: &[&str] = &[
-    "com.atproto.admin.sendEmail",
-    "com.atproto.identity.requestPlcOperationSignature",
-    "com.atproto.identity.signPlcOperation",
-    "com.atproto.identity.updateHandle",
-    "com.atproto.server.activateAccount",
-    "com.atproto.server.confirmEmail",
-    "com.atproto.server.createAppPassword",
-    "com.atproto.server.deactivateAccount",
-    "com.atproto.server.getAccountInviteCodes",
-    "com.atproto.server.getSession",
-    "com.atproto.server.listAppPasswords",
-    "com.atproto.server.requestAccountDelete",
-    "com.atproto.server.requestEmailConfirmation",
-    "com.atproto.server.requestEmailUpdate",
-    "com.atproto.server.revokeAppPassword",
-    "com.atproto.server.updateEmail",
-];
-
-/// Whether no service-auth token may be bound to `nsid` (nor a proxied
-/// call made for it).
-pub fn is_protected_method(nsid: &str) -> bool {
-    PROTECTED_METHODS.contains(&nsid)
-}
-
-/// Whether a non-privileged app-password session may not use `nsid`.
-pub fn is_privileged_method(nsid: &str) -> bool {
-    nsid.starts_with("chat.bsky.") || nsid == "com.atproto.server.createAccount"
-}
 
 fn bad_exp(message: &str) -> XrpcError {
     XrpcError::bad("BadExpiration", message)

@@ -23,8 +23,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::{Kind, write_kind};
 use crate::Error;
-use crate::hotpath::{Kind, write_kind};
 
 /// The manifest's file name inside the data directory.
 pub const MANIFEST_FILE: &str = "MANIFEST.json";

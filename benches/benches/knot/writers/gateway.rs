@@ -18,8 +18,8 @@ use std::time::Duration;
 use benches::target::Group;
 use knot::proxy::LatencyProxy;
 
+use super::{Landed, Step};
 use crate::fixture::{Fixture, PASSWORD};
-use crate::writers::{Landed, Step};
 
 /// Through the gateway, which talks to the PDS through `pds_proxy`; the
 /// writers reach it through `gw_proxy`. (Fields in the order they are
@@ -96,7 +96,7 @@ pub fn row(g: &mut Group<'_>, f: &Fixture, rtt: Duration, n: usize) {
         seed,
         landed,
         rounds,
-    } = crate::writers::row(g, f, rtt, n, &repo, &step);
+    } = super::row(g, f, rtt, n, &repo, &step);
     // The repository the PDS holds is whole.
     f.git(&seed, &["fsck", "--strict"]);
     // Zero when a Criterion filter skipped this row: the gateway then landed

@@ -27,8 +27,8 @@ use repo::syntax::{Tid, TidGenerator, validate_did, validate_nsid, validate_reco
 
 use repo::firehose::{Action, CommitEvent, Frame, RepoOp};
 
+use super::SeqlessEvent;
 use crate::WriteAction;
-use crate::bench_internals::SeqlessEvent;
 use crate::error::Result;
 use crate::lane::{Head, Lane};
 use crate::plan::plan_commit;

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 
 use rusqlite::params;
 
-use crate::accounts::Accounts;
+use super::Accounts;
 
 /// App passwords one account may hold (the lexicon sets no bound; this
 /// bounds the account file and the list answer).

@@ -16,6 +16,9 @@
 //! `createAccount` calls for one handle cannot both win; a row whose
 //! repository never got created (a crash in between) is dropped at startup.
 
+// App passwords: their table and checks, an `impl Accounts` of their own.
+pub(crate) mod app_passwords;
+
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
@@ -110,7 +113,7 @@ pub struct Accounts {
     conn: Mutex<Connection>,
     maps: RwLock<Maps>,
     /// Every account's app passwords (`app_passwords.rs`).
-    app_passes: RwLock<crate::app_passwords::Live>,
+    app_passes: RwLock<app_passwords::Live>,
 }
 
 const SCHEMA: &str = "
@@ -142,8 +145,8 @@ impl Accounts {
         conn.pragma_update(None, "synchronous", if durable { "FULL" } else { "NORMAL" })?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.execute_batch(SCHEMA)?;
-        conn.execute_batch(crate::app_passwords::SCHEMA)?;
-        let app_passes = crate::app_passwords::load(&conn)?;
+        conn.execute_batch(app_passwords::SCHEMA)?;
+        let app_passes = app_passwords::load(&conn)?;
         conn.execute(
             "DELETE FROM refresh_tokens WHERE expires_at < ?1",
             [crate::auth::now()],
@@ -173,15 +176,11 @@ impl Accounts {
         })
     }
 
-    pub(crate) fn app_pass_read(
-        &self,
-    ) -> std::sync::RwLockReadGuard<'_, crate::app_passwords::Live> {
+    pub(crate) fn app_pass_read(&self) -> std::sync::RwLockReadGuard<'_, app_passwords::Live> {
         self.app_passes.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn app_pass_write(
-        &self,
-    ) -> std::sync::RwLockWriteGuard<'_, crate::app_passwords::Live> {
+    pub(crate) fn app_pass_write(&self) -> std::sync::RwLockWriteGuard<'_, app_passwords::Live> {
         self.app_passes.write().unwrap_or_else(|p| p.into_inner())
     }
 

@@ -1,5 +1,5 @@
 //! The `xrpc.route/<route>/c50` rows of the routes the PDS benchmark notes
-//! measure beyond the first 17 (`routes.rs`): the server's did:web
+//! measure beyond the first 17 (`routes.rs`, its parent): the server's did:web
 //! document, the OAuth discovery documents and JWKS, getServiceAuth,
 //! getPreferences, and the account and security reads
 //! (checkAccountStatus, listAppPasswords), plus sync.getBlocks. Same
@@ -14,8 +14,8 @@
 use bytes::Bytes;
 use hyper::StatusCode;
 
+use super::{Route, expect, get, json};
 use crate::client::{Call, once_bytes};
-use crate::routes::{Route, expect, get, json};
 use crate::seed::Seed;
 
 /// The rows (c50).
