@@ -13,96 +13,19 @@
 //! Without node (or npm) the test skips with the reason, unless
 //! `BENCH_REQUIRE_LIVE=1` (CI), where it fails.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
-use std::sync::mpsc;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn require_live() -> bool {
-    std::env::var("BENCH_REQUIRE_LIVE").as_deref() == Ok("1")
-}
+#[path = "support/node.rs"]
+mod node;
+use node::{Guard, ensure_installed, first_line, node_version, require_live};
 
 fn client_dir() -> PathBuf {
     PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/official-client"
     ))
-}
-
-/// Node's version when it is usable (18 or later), or why not.
-fn node_version() -> Result<String, String> {
-    let out = Command::new("node")
-        .arg("--version")
-        .output()
-        .map_err(|e| format!("node not found ({e})"))?;
-    if !out.status.success() {
-        return Err(format!("`node --version` failed ({})", out.status));
-    }
-    let version = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    let major: Option<u32> = version
-        .trim_start_matches('v')
-        .split('.')
-        .next()
-        .and_then(|m| m.parse().ok());
-    match major {
-        Some(m) if m >= 18 => Ok(version),
-        _ => Err(format!("node {version} is older than 18")),
-    }
-}
-
-/// `npm ci` when node_modules is missing or older than the lock file.
-fn ensure_installed(dir: &Path) -> Result<(), String> {
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let lock = modified(&dir.join("package-lock.json")).ok_or("package-lock.json is missing")?;
-    let installed = dir.join("node_modules").join(".package-lock.json");
-    if modified(&installed).is_some_and(|t| t >= lock) {
-        return Ok(());
-    }
-    eprintln!("official-client: installing with `npm ci` (first use)");
-    let out = Command::new("npm")
-        .args(["ci", "--no-audit", "--no-fund"])
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("npm not found ({e})"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "`npm ci` in {} failed ({}): {}",
-            dir.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(())
-}
-
-/// A child process killed (by its own id) when dropped.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The first stdout line of `child` that starts with `prefix`, within
-/// `timeout`; the rest of stdout keeps draining on the reader thread.
-fn first_line(stdout: ChildStdout, prefix: &'static str, timeout: Duration) -> String {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut sent = false;
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if !sent && line.starts_with(prefix) {
-                let _ = tx.send(line);
-                sent = true;
-            }
-        }
-    });
-    rx.recv_timeout(timeout)
-        .unwrap_or_else(|_| panic!("no line starting with {prefix:?} within {timeout:?}"))
 }
 
 #[test]
@@ -113,7 +36,7 @@ fn the_official_typescript_client_works_against_atpds() {
         return;
     }
     let dir = client_dir();
-    if let Err(reason) = ensure_installed(&dir) {
+    if let Err(reason) = ensure_installed(&dir, "official-client") {
         // node is here, so a failed install is a failure, not a skip.
         panic!("{reason}");
     }
@@ -169,19 +92,9 @@ fn the_official_typescript_client_works_against_atpds() {
     drop(pds);
     drop(plc);
 
-    let summary = stdout
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("official-client: "))
-        .filter(|l| l.ends_with(" failed"))
+    let (passed, failed) = node::summary(&stdout, "official-client")
         .unwrap_or_else(|| panic!("client.mjs printed no summary line ({})", out.status));
-    let counts: Vec<u64> = summary
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|n| n.parse().ok())
-        .collect();
-    let [passed, failed] = counts[..] else {
-        panic!("unreadable summary {summary:?}")
-    };
+    let summary = format!("{passed} passed, {failed} failed");
     assert_eq!(failed, 0, "client.mjs: {summary}");
     assert!(out.status.success(), "client.mjs exited {}", out.status);
     // Every part of the script ran (a run cut short passes fewer checks).
