@@ -341,28 +341,12 @@ pub(crate) fn space_row(conn: &Connection, space: &SpaceRef) -> Result<SpaceInfo
     }
 }
 
-/// Now as an RFC 3339 UTC datetime with milliseconds.
+/// Now as an RFC 3339 UTC datetime with milliseconds (`codec::datetime`
+/// owns the civil-date arithmetic).
 fn now_iso() -> String {
-    let d = std::time::SystemTime::now()
+    let ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = d.as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        d.subsec_millis()
-    )
+        .unwrap_or_default()
+        .as_millis();
+    codec::datetime::rfc3339_millis(i64::try_from(ms).unwrap_or(i64::MAX))
 }

@@ -126,7 +126,7 @@ impl Spaces {
     /// Opens the space tables on the store's file and the secrets beside
     /// it.
     pub fn open(db: &Path, store: Arc<Store>, durable: bool) -> Result<Spaces, String> {
-        let (credential_key, kem) = load_or_create(&crate::app::beside(db, ".space-secret"))?;
+        let (credential_key, kem) = load_or_create(&secret_path(db))?;
         let kem = Arc::new(KemKey::from_bytes(&kem).map_err(|e| e.to_string())?);
         let config = space::Config {
             durable,
@@ -228,4 +228,12 @@ pub fn xrpc_error(e: SpaceError) -> XrpcError {
         _ => S::BAD_REQUEST,
     };
     XrpcError::new(status, e.lexicon_name(), e.to_string())
+}
+
+/// `<db>.space-secret`, beside the store's file (as `app::beside` names the
+/// server's other files; not imported, so this module stays a leaf of `app`).
+fn secret_path(db: &std::path::Path) -> std::path::PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push(".space-secret");
+    std::path::PathBuf::from(name)
 }
