@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::error::Result;
-use crate::land::PackSet;
-use crate::names::{pack_rkey, ref_rkey};
+use crate::land::{PackSet, ref_write};
+use crate::names::pack_rkey;
 use crate::push::{Plan, PushOutcome, Verdict, invalid_swap, is_rate_limit, verdict};
-use crate::records::{PACK_NSID, PackRecord, REF_NSID, REPO_NSID, RefRecord, RepoRecord};
+use crate::records::{PACK_NSID, PackRecord, REPO_NSID, RefRecord, RepoRecord};
 use crate::remote::Remote;
 use crate::state::{CachedRef, CachedRepo};
 
@@ -62,26 +62,9 @@ pub(crate) async fn atomic(
                 }
                 Verdict::UpToDate => status[*i] = Some(Ok(())),
                 Verdict::Go => {
-                    let rkey = ref_rkey(&remote.repo, &p.dst);
-                    match &p.new {
-                        Some(new) => {
-                            let rec = RefRecord {
-                                repo: remote.repo.clone(),
-                                name: p.dst.clone(),
-                                target: new.clone(),
-                                previous: cur.map(|c| c.record.target.clone()),
-                                packs: set.rebuilt(new, cur, Some(&refs)),
-                            };
-                            let kind = if cur.is_some() { "update" } else { "create" };
-                            writes.push(json!({"$type": format!("com.atproto.repo.applyWrites#{kind}"),
-                                               "collection": REF_NSID, "rkey": rkey, "value": rec.to_value()}));
-                            landed.push((*i, p.dst.clone(), Some(rec)));
-                        }
-                        None => {
-                            writes.push(json!({"$type": "com.atproto.repo.applyWrites#delete", "collection": REF_NSID, "rkey": rkey}));
-                            landed.push((*i, p.dst.clone(), None));
-                        }
-                    }
+                    let (write, rec) = ref_write(&remote.repo, p, cur, set, &refs);
+                    writes.push(write);
+                    landed.push((*i, p.dst.clone(), rec));
                 }
             }
         }

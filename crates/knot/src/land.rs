@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use crate::error::{KnotError, RateLimit, Result};
 use crate::git;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::names::ref_rkey;
 use crate::records::{PackEntry, REF_NSID, RefRecord};
@@ -227,27 +227,9 @@ pub(crate) async fn batched(r: &Remote, plans: &[&Plan], set: &PackSet) -> Vec<R
                         continue;
                     }
                 }
-                let rkey = ref_rkey(&r.repo, &p.dst);
-                match &p.new {
-                    Some(new) => {
-                        let rec = RefRecord {
-                            repo: r.repo.clone(),
-                            name: p.dst.clone(),
-                            target: new.clone(),
-                            previous: cur.map(|c| c.record.target.clone()),
-                            packs: set.rebuilt(new, cur, Some(&refs)),
-                        };
-                        let kind = if cur.is_some() { "update" } else { "create" };
-                        writes.push(json!({"$type": format!("com.atproto.repo.applyWrites#{kind}"),
-                                           "collection": REF_NSID, "rkey": rkey, "value": rec.to_value()}));
-                        pending.push((k, Some(rec)));
-                    }
-                    None => {
-                        writes.push(json!({"$type": "com.atproto.repo.applyWrites#delete",
-                                           "collection": REF_NSID, "rkey": rkey}));
-                        pending.push((k, None));
-                    }
-                }
+                let (write, rec) = ref_write(&r.repo, p, cur, set, &refs);
+                writes.push(write);
+                pending.push((k, rec));
             }
             if pending.is_empty() {
                 view = Some((commit, refs));
@@ -308,6 +290,44 @@ fn fail(e: &KnotError) -> RefResult {
     match is_rate_limit(e) {
         Some(l) => RefResult::Limited(l),
         None => RefResult::Failed(e.to_string()),
+    }
+}
+
+/// The `applyWrites` entry that moves `plan`'s ref from `current` (the ref
+/// as read, `None` when the remote has none): a create or an update with
+/// the record it lands, or a delete (no record). Built from what was read,
+/// with the pack list from [`PackSet::rebuilt`], so a retry after a moved
+/// commit rebuilds it; shared by the batched and the atomic pushes.
+pub(crate) fn ref_write(
+    repo: &str,
+    plan: &Plan,
+    current: Option<&CachedRef>,
+    set: &PackSet,
+    listed: &BTreeMap<String, CachedRef>,
+) -> (Value, Option<RefRecord>) {
+    let rkey = ref_rkey(repo, &plan.dst);
+    match &plan.new {
+        Some(new) => {
+            let rec = RefRecord {
+                repo: repo.to_owned(),
+                name: plan.dst.clone(),
+                target: new.clone(),
+                previous: current.map(|c| c.record.target.clone()),
+                packs: set.rebuilt(new, current, Some(listed)),
+            };
+            let kind = if current.is_some() {
+                "update"
+            } else {
+                "create"
+            };
+            let write = json!({"$type": format!("com.atproto.repo.applyWrites#{kind}"),
+                               "collection": REF_NSID, "rkey": rkey, "value": rec.to_value()});
+            (write, Some(rec))
+        }
+        None => (
+            json!({"$type": "com.atproto.repo.applyWrites#delete", "collection": REF_NSID, "rkey": rkey}),
+            None,
+        ),
     }
 }
 
