@@ -54,7 +54,8 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 
 use crate::app::AppView;
-use crate::rest::task_runs::{self, Reply, StateIn};
+use crate::rest::reply::Reply;
+use crate::rest::task_runs::{self, StateIn};
 use crate::rest::time;
 use crate::uuid::Uuid;
 

@@ -30,6 +30,7 @@
 
 pub mod events;
 mod render;
+mod reply;
 mod request;
 pub mod routes;
 mod server;

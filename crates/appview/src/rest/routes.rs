@@ -20,8 +20,9 @@ use crate::error::AppviewError;
 use crate::model::{Mutation, StateType};
 use crate::plan::{Input, NewFlow, NewRun, NewState};
 use crate::rest::render;
-use crate::rest::request::{self, Invalid, Loc, PageError};
-use crate::rest::task_runs::{self, Reply as TaskReply, TaskRoute};
+pub use crate::rest::reply::Reply;
+use crate::rest::request::{self, PageError};
+use crate::rest::task_runs::{self, TaskRoute};
 use crate::rest::time;
 use crate::rest::{events, task_filter};
 use crate::run_page::RunPage;
@@ -74,7 +75,7 @@ impl Route {
 
 /// Answers a task-run or event route (the upgrade of `/events/in` is the
 /// server's, `rest::events::upgrade`).
-fn respond_task(app: &AppView, route: TaskRoute, text: &[u8]) -> TaskReply {
+fn respond_task(app: &AppView, route: TaskRoute, text: &[u8]) -> Reply {
     match route {
         TaskRoute::Create => task_runs::create(app, text),
         TaskRoute::Filter => task_filter::filter(app, text, false),
@@ -82,94 +83,15 @@ fn respond_task(app: &AppView, route: TaskRoute, text: &[u8]) -> TaskReply {
         TaskRoute::Read(id) => task_runs::read(app, id),
         TaskRoute::SetState(id) => task_runs::set_state(app, id, text),
         TaskRoute::EventsFilter => events::filter(app, text),
-        TaskRoute::EventsIn => TaskReply::detail(400, "/api/events/in is a WebSocket endpoint"),
+        TaskRoute::EventsIn => Reply::detail(400, "/api/events/in is a WebSocket endpoint"),
         TaskRoute::ReadFlow(id) => match app.index().flows.get(&id) {
             Some(f) => {
                 let mut out = String::with_capacity(256);
                 render::flow(&mut out, f);
-                TaskReply {
-                    status: 200,
-                    body: out,
-                }
+                Reply::json(200, out)
             }
-            None => TaskReply::detail(404, "Flow not found"),
+            None => Reply::detail(404, "Flow not found"),
         },
-    }
-}
-
-impl From<TaskReply> for Reply {
-    fn from(r: TaskReply) -> Reply {
-        Reply {
-            status: r.status,
-            body: r.body,
-        }
-    }
-}
-
-/// An answer: status and JSON body.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reply {
-    /// HTTP status.
-    pub status: u16,
-    /// The JSON text.
-    pub body: String,
-}
-
-impl Reply {
-    fn json(status: u16, body: String) -> Reply {
-        Reply { status, body }
-    }
-
-    /// `{"detail": ...}` (FastAPI's HTTPException shape).
-    pub fn detail(status: u16, detail: &str) -> Reply {
-        let mut body = String::from("{\"detail\":");
-        render::string(&mut body, detail);
-        body.push('}');
-        Reply { status, body }
-    }
-
-    /// Prefect's `{"exception_message": ...}` shape (its 404 for a state
-    /// set on a missing run, its 500).
-    fn exception(status: u16, message: &str) -> Reply {
-        let mut body = String::from("{\"exception_message\":");
-        render::string(&mut body, message);
-        body.push('}');
-        Reply { status, body }
-    }
-
-    /// A request validation error, Prefect's 422 shape.
-    pub fn invalid(e: &Invalid, request_body: &Value) -> Reply {
-        let loc: Vec<Value> = e
-            .loc
-            .iter()
-            .map(|l| match l {
-                Loc::Key(k) => Value::from(*k),
-                Loc::Name(k) => Value::from(k.as_str()),
-                Loc::Index(i) => Value::from(*i),
-            })
-            .collect();
-        let body = serde_json::json!({
-            "exception_message": "Invalid request received.",
-            "exception_detail": [{"type": e.kind, "loc": loc, "msg": e.msg, "input": e.input}],
-            "request_body": request_body,
-        });
-        Reply::json(422, body.to_string())
-    }
-
-    /// A body that is not JSON (FastAPI's `json_invalid`).
-    pub fn bad_json(err: &serde_json::Error, text: &[u8]) -> Reply {
-        let body = serde_json::json!({
-            "exception_message": "Invalid request received.",
-            "exception_detail": [{
-                "type": "json_invalid",
-                "loc": ["body", err.column()],
-                "msg": "JSON decode error",
-                "input": {},
-                "ctx": {"error": err.to_string()},
-            }],
-            "request_body": String::from_utf8_lossy(text),
-        });
-        Reply::json(422, body.to_string())
     }
 }
 
@@ -244,7 +166,7 @@ pub fn respond(app: &AppView, route: Route, text: &[u8]) -> Reply {
         Route::Version => return Reply::json(200, format!("\"{API_VERSION}\"")),
         Route::CsrfToken => return Reply::detail(422, "CSRF protection is disabled."),
         Route::ReadRun(id) => return read_run(app, id),
-        Route::Task(t) => return respond_task(app, t, text).into(),
+        Route::Task(t) => return respond_task(app, t, text),
         _ => match parse_body(text) {
             Ok(v) => v,
             Err(r) => return r,
@@ -269,16 +191,14 @@ pub fn respond(app: &AppView, route: Route, text: &[u8]) -> Reply {
         Route::CreateRun => match request::flow_run_create(&body) {
             Ok(r) => {
                 let reply = create_run(app, r);
-                task_runs::link_subflow(app, &body, reply.status, &reply.body)
-                    .map_or(reply, Reply::from)
+                task_runs::link_subflow(app, &body, reply.status, &reply.body).unwrap_or(reply)
             }
             Err(e) => Reply::invalid(&e, &body),
         },
         Route::SetState(id) => match request::set_state(&body) {
             Ok(s) => {
                 let reply = set_state(app, id, s);
-                task_runs::mirror_to_parent(app, id, reply.status, &reply.body)
-                    .map_or(reply, Reply::from)
+                task_runs::mirror_to_parent(app, id, reply.status, &reply.body).unwrap_or(reply)
             }
             Err(e) => Reply::invalid(&e, &body),
         },

@@ -28,7 +28,8 @@ use tokio::sync::{Semaphore, watch};
 
 use crate::app::AppView;
 use crate::rest::RestConfig;
-use crate::rest::routes::{self, Reply};
+use crate::rest::reply::Reply;
+use crate::rest::routes;
 
 fn response(reply: Reply) -> Response<Full<Bytes>> {
     let mut r = Response::new(Full::new(Bytes::from(reply.body)));

@@ -10,7 +10,8 @@ use serde_json::{Map, Value};
 
 use crate::app::AppView;
 use crate::model::StateType;
-use crate::rest::task_runs::{Reply, invalid, parse, parse_uuid, render};
+use crate::rest::reply::Reply;
+use crate::rest::task_runs::{invalid, parse, parse_uuid, render};
 use crate::task_run::TaskRun;
 use crate::uuid::Uuid;
 

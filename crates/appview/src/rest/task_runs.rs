@@ -23,6 +23,7 @@ use serde_json::{Map, Value, json};
 use crate::app::AppView;
 use crate::error::AppviewError;
 use crate::model::StateType;
+use crate::rest::reply::Reply;
 use crate::rest::time;
 use crate::task_run::{TASK_RUN_NSID, TASK_STATE_NSID, TaskRun, TaskRunState};
 use crate::uuid::Uuid;
@@ -48,45 +49,6 @@ pub enum TaskRoute {
     /// `GET /api/flows/{id}` (the client's events worker reads the flow
     /// of every event it sends).
     ReadFlow(Uuid),
-}
-
-/// An answer of these routes: status and JSON body (the routes turn it
-/// into theirs; kept apart so these modules do not import the routes).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reply {
-    /// HTTP status.
-    pub status: u16,
-    /// The JSON text.
-    pub body: String,
-}
-
-impl Reply {
-    /// `{"detail": ...}` (FastAPI's HTTPException shape).
-    pub fn detail(status: u16, detail: &str) -> Reply {
-        Reply {
-            status,
-            body: json!({ "detail": detail }).to_string(),
-        }
-    }
-
-    /// A body that is not JSON (FastAPI's `json_invalid`).
-    pub fn bad_json(err: &serde_json::Error, text: &[u8]) -> Reply {
-        let body = json!({
-            "exception_message": "Invalid request received.",
-            "exception_detail": [{
-                "type": "json_invalid",
-                "loc": ["body", err.column()],
-                "msg": "JSON decode error",
-                "input": {},
-                "ctx": {"error": err.to_string()},
-            }],
-            "request_body": String::from_utf8_lossy(text),
-        });
-        Reply {
-            status: 422,
-            body: body.to_string(),
-        }
-    }
 }
 
 /// Task-run fields the server owns, never taken from a client's body.
