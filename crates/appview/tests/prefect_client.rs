@@ -11,6 +11,9 @@
 //! `python3 scripts/prefect_venv.py`); under `BENCH_REQUIRE_LIVE=1` (CI)
 //! it fails instead.
 
+#[path = "support/prefect.rs"]
+mod prefect_venv;
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
@@ -18,35 +21,10 @@ use std::sync::Arc;
 use appview::AppView;
 use appview::rest::{RestConfig, spawn};
 
-fn venv_python() -> Result<PathBuf, String> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let status = Command::new("python3")
-        .arg(root.join("scripts/prefect_venv.py"))
-        .arg("--check")
-        .output()
-        .map_err(|e| format!("python3 not runnable: {e}"))?;
-    if !status.status.success() {
-        return Err(format!(
-            "the Prefect venv is not installed (python3 scripts/prefect_venv.py): {}",
-            String::from_utf8_lossy(&status.stderr).trim()
-        ));
-    }
-    Ok(PathBuf::from(
-        String::from_utf8_lossy(&status.stdout).trim(),
-    ))
-}
-
 #[test]
 fn prefects_own_client_drives_the_appview_unchanged() {
-    let python = match venv_python() {
-        Ok(p) => p,
-        Err(reason) => {
-            if std::env::var("BENCH_REQUIRE_LIVE").is_ok_and(|v| v == "1") {
-                panic!("BENCH_REQUIRE_LIVE=1: {reason}");
-            }
-            eprintln!("skipped prefect_client: {reason}");
-            return;
-        }
+    let Some(python) = prefect_venv::python_or_skip("prefect_client") else {
+        return;
     };
     let dir = tempfile::tempdir().unwrap();
     let app =

@@ -15,6 +15,9 @@
 //! Without the venv it skips with the reason; under `BENCH_REQUIRE_LIVE=1`
 //! (CI) it fails instead.
 
+#[path = "support/prefect.rs"]
+mod prefect_venv;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -26,24 +29,6 @@ use std::time::Duration;
 use appview::AppView;
 use appview::rest::{RestConfig, RunningRest, spawn};
 use serde_json::{Value, json};
-
-fn venv_python() -> Result<PathBuf, String> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let status = Command::new("python3")
-        .arg(root.join("scripts/prefect_venv.py"))
-        .arg("--check")
-        .output()
-        .map_err(|e| format!("python3 not runnable: {e}"))?;
-    if !status.status.success() {
-        return Err(format!(
-            "the Prefect venv is not installed (python3 scripts/prefect_venv.py): {}",
-            String::from_utf8_lossy(&status.stderr).trim()
-        ));
-    }
-    Ok(PathBuf::from(
-        String::from_utf8_lossy(&status.stdout).trim(),
-    ))
-}
 
 fn call(server: &RunningRest, method: &str, path: &str, body: &Value) -> (u16, Value) {
     let text = body.to_string();
@@ -64,15 +49,8 @@ fn call(server: &RunningRest, method: &str, path: &str, body: &Value) -> (u16, V
 
 #[test]
 fn a_users_flows_and_tasks_run_unchanged_and_every_reported_state_is_kept() {
-    let python = match venv_python() {
-        Ok(p) => p,
-        Err(reason) => {
-            if std::env::var("BENCH_REQUIRE_LIVE").is_ok_and(|v| v == "1") {
-                panic!("BENCH_REQUIRE_LIVE=1: {reason}");
-            }
-            eprintln!("skipped prefect_tasks: {reason}");
-            return;
-        }
+    let Some(python) = prefect_venv::python_or_skip("prefect_tasks") else {
+        return;
     };
     let dir = tempfile::tempdir().unwrap();
     let app =

@@ -1,0 +1,40 @@
+//! The Prefect venv for the tests that run Prefect's own client
+//! (`prefect_client.rs`, `prefect_tasks.rs`): its python, or the test
+//! skips with the reason (install it with `python3 scripts/prefect_venv.py`);
+//! under `BENCH_REQUIRE_LIVE=1` (CI) a missing venv fails the test instead.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The venv's python, or why it is not there.
+fn venv_python() -> Result<PathBuf, String> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let status = Command::new("python3")
+        .arg(root.join("scripts/prefect_venv.py"))
+        .arg("--check")
+        .output()
+        .map_err(|e| format!("python3 not runnable: {e}"))?;
+    if !status.status.success() {
+        return Err(format!(
+            "the Prefect venv is not installed (python3 scripts/prefect_venv.py): {}",
+            String::from_utf8_lossy(&status.stderr).trim()
+        ));
+    }
+    Ok(PathBuf::from(
+        String::from_utf8_lossy(&status.stdout).trim(),
+    ))
+}
+
+/// The venv's python; `None` (the reason printed) when `test` skips.
+pub fn python_or_skip(test: &str) -> Option<PathBuf> {
+    match venv_python() {
+        Ok(p) => Some(p),
+        Err(reason) => {
+            if std::env::var("BENCH_REQUIRE_LIVE").is_ok_and(|v| v == "1") {
+                panic!("BENCH_REQUIRE_LIVE=1: {reason}");
+            }
+            eprintln!("skipped {test}: {reason}");
+            None
+        }
+    }
+}
