@@ -24,6 +24,7 @@ use crate::app::AppView;
 use crate::error::AppviewError;
 use crate::model::StateType;
 use crate::rest::reply::Reply;
+use crate::rest::request;
 use crate::rest::time;
 use crate::task_run::{TASK_RUN_NSID, TASK_STATE_NSID, TaskRun, TaskRunState};
 use crate::uuid::Uuid;
@@ -130,9 +131,10 @@ pub(crate) fn record_state(
         state.insert("id".into(), id_text(st.id));
         state.insert("type".into(), Value::from(type_name.clone()));
         if !state.get("name").is_some_and(Value::is_string) {
-            let t = state_type.as_str();
-            let name = format!("{}{}", &t[..1], t[1..].to_ascii_lowercase());
-            state.insert("name".into(), Value::from(name));
+            state.insert(
+                "name".into(),
+                Value::from(request::default_name(state_type)),
+            );
         }
         state.insert("timestamp".into(), Value::from(time::format(st.timestamp)));
         state.entry("message").or_insert(Value::Null);

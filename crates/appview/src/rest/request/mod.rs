@@ -16,7 +16,9 @@ mod write;
 
 pub use fields::{Invalid, Loc};
 pub use read::{PageError, flows_read, runs_count, runs_read};
-pub use write::{FlowCreate, FlowRunCreate, StateCreate, flow_create, flow_run_create, set_state};
+pub use write::{
+    FlowCreate, FlowRunCreate, StateCreate, default_name, flow_create, flow_run_create, set_state,
+};
 
 #[cfg(test)]
 mod tests {
