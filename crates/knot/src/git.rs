@@ -1,7 +1,7 @@
 //! The local repository, through `git` subprocesses (the helper runs with
 //! `GIT_DIR` set by git): resolving names, object presence, ancestry.
 //! Packs move through `git pack-objects` and `git index-pack` streams in
-//! `push.rs` and `fetch.rs`.
+//! `push/` and `fetch.rs`.
 
 use std::io::Write;
 use std::process::{Command, Stdio};

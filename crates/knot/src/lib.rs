@@ -96,7 +96,7 @@
 //! | [`git`] | the local repository through git subprocesses |
 //! | [`upload`] | pack-objects streamed into uploaded parts |
 //! | [`push`] | the push batch: checks, points, CAS, leases |
-//! | `atomic` | `--atomic`: one `applyWrites` under `swapCommit` |
+//! | `push::atomic` | `--atomic`: one `applyWrites` under `swapCommit` |
 //! | `land` | the pack list a ref write names, rebuilt from what was read last |
 //! | [`fetch`] | the packs a fetch lacks, streamed into index-pack |
 //! | [`compact`] | `knot compact`: packs folded into one within a budget, resumable |
@@ -106,7 +106,6 @@
 //! | [`proxy`] | the latency proxy that counts requests and round trips (tests and `--bench knot`) |
 //! | [`error`] | [`KnotError`] |
 
-mod atomic;
 pub mod client;
 pub mod compact;
 pub mod dns;

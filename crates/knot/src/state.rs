@@ -61,7 +61,7 @@ pub struct State {
     pub refs: Option<BTreeMap<String, CachedRef>>,
     /// The account's commit after this helper's last ref write, and the
     /// ref it wrote: while the account's commit is still that one, that
-    /// ref's record is the cached one (`push.rs`'s one-request path).
+    /// ref's record is the cached one (`push/mod.rs`'s one-request path).
     #[serde(default)]
     pub last_commit: Option<LastCommit>,
     /// When `refs` was last listed (unix seconds).

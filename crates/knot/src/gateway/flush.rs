@@ -1,7 +1,7 @@
 //! Landing a queue: every waiting link at once, as one pack (the chain's
 //! end minus the landed tip, from the scratch repository, streamed into
 //! parts by `upload.rs`), one pack record, then one compare-and-swap of the
-//! ref record, as `push.rs` orders a push. Only then does each writer hear
+//! ref record, as `push/` orders a push. Only then does each writer hear
 //! `ok`, with the commit its work landed as.
 //!
 //! A failed swap means a writer outside the gateway moved the branch: the

@@ -1,20 +1,22 @@
 //! `--atomic` pushes: the current commit, the refs as of it, and every
 //! write (the pack record, a new repository record, each ref) in one
 //! `applyWrites` guarded by `swapCommit`; a moved commit starts over
-//! without uploading again. The checks are `push.rs`'s; each round's pack
-//! lists come from that round's listing (`land.rs`).
+//! without uploading again. The checks and the pack lists are `land.rs`'s,
+//! as for the other pushes; each round's lists come from that round's
+//! listing.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
 use crate::error::Result;
-use crate::land::{PackSet, ref_write};
+use crate::land::{PackSet, Plan, Verdict, invalid_swap, is_rate_limit, ref_write, verdict};
 use crate::names::pack_rkey;
-use crate::push::{Plan, PushOutcome, Verdict, invalid_swap, is_rate_limit, verdict};
 use crate::records::{PACK_NSID, PackRecord, REPO_NSID, RefRecord, RepoRecord};
 use crate::remote::Remote;
 use crate::state::{CachedRef, CachedRepo};
+
+use super::plan::PushOutcome;
 
 /// `--atomic`: the current commit, the refs as of it, one `applyWrites`
 /// under `swapCommit`; a moved commit starts over (without uploading again).

@@ -4,12 +4,15 @@
 //! guarded by `swapCommit`). A failed swap re-reads the ref, checks again
 //! and retries without uploading again. Write points are announced before
 //! anything is written; a rate limit keeps what landed and names the rest.
+//!
+//! `plan.rs` holds the batch's types (a leaf), `atomic.rs` the `--atomic`
+//! landing; the checks and the ref writes' pack lists are `land.rs`'s.
 
 use std::collections::{BTreeMap, HashSet};
 
 use futures_util::StreamExt;
 
-use crate::error::{KnotError, RateLimit, Result};
+use crate::error::{KnotError, Result};
 use crate::git;
 use crate::land::PackSet;
 use crate::names::{pack_rkey, ref_rkey};
@@ -20,71 +23,11 @@ use crate::remote::{Remote, Swap, swap_from_message};
 use crate::state::{CachedRef, CachedRepo, LastCommit};
 use crate::upload::{Uploaded, pack_and_upload};
 
-/// Ref writes in flight at once: memory and connections stay bounded
-/// whatever the number of refs a push moves.
-pub const REF_WRITES_IN_FLIGHT: usize = 8;
-
-/// One `push [+]<src>:<dst>` line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PushCmd {
-    /// `+`.
-    pub force: bool,
-    /// The local source; `None` deletes `dst`.
-    pub src: Option<String>,
-    /// The remote ref.
-    pub dst: String,
-}
-
-impl PushCmd {
-    /// Parses the argument of a `push` line.
-    pub fn parse(arg: &str) -> Result<PushCmd> {
-        let (force, rest) = match arg.strip_prefix('+') {
-            Some(r) => (true, r),
-            None => (false, arg),
-        };
-        let (src, dst) = rest
-            .rsplit_once(':')
-            .ok_or_else(|| KnotError::Protocol(format!("push {arg:?}: no ':'")))?;
-        if !dst.starts_with("refs/") {
-            return Err(KnotError::Protocol(format!(
-                "push {arg:?}: destination is not a full ref name"
-            )));
-        }
-        Ok(PushCmd {
-            force,
-            src: (!src.is_empty()).then(|| src.to_owned()),
-            dst: dst.to_owned(),
-        })
-    }
-}
-
-/// Options git set before the batch.
-#[derive(Debug, Clone, Default)]
-pub struct PushOptions {
-    /// `--dry-run`.
-    pub dry_run: bool,
-    /// `--atomic`.
-    pub atomic: bool,
-    /// `--force-with-lease`: the expected remote value per ref (`None`: must not exist).
-    pub cas: BTreeMap<String, Option<String>>,
-    /// Progress on stderr.
-    pub progress: bool,
-    /// Uploads in flight.
-    pub concurrency: usize,
-}
-
-/// What happened to each ref, in the order of the batch.
-#[derive(Debug, Default)]
-pub struct PushOutcome {
-    /// `(dst, Ok)` or `(dst, Err(reason in git's words))`.
-    pub statuses: Vec<(String, std::result::Result<(), String>)>,
-    /// Set when a rate limit stopped the push.
-    pub rate_limited: Option<RateLimit>,
-    /// The write points the push was announced to cost.
-    pub points: u32,
-}
+mod atomic;
+mod plan;
 
 pub(crate) use crate::land::{Plan, RefResult, Verdict, invalid_swap, is_rate_limit, verdict};
+pub use plan::{PushCmd, PushOptions, PushOutcome, REF_WRITES_IN_FLIGHT};
 
 /// Pushes the batch.
 pub async fn push(
@@ -340,7 +283,7 @@ pub async fn push(
 
     if opts.atomic {
         remote.state.last_commit = None;
-        crate::atomic::atomic(
+        atomic::atomic(
             remote,
             &plans,
             &mut status,
@@ -605,24 +548,4 @@ async fn write_ref(
         }
     }
     RefResult::Failed("the ref kept moving; try again".into())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn push_lines() {
-        assert_eq!(
-            PushCmd::parse("+refs/heads/a:refs/heads/b").unwrap(),
-            PushCmd {
-                force: true,
-                src: Some("refs/heads/a".into()),
-                dst: "refs/heads/b".into()
-            }
-        );
-        assert_eq!(PushCmd::parse(":refs/heads/b").unwrap().src, None);
-        assert!(PushCmd::parse("refs/heads/a").is_err());
-        assert!(PushCmd::parse("a:b").is_err());
-    }
 }
