@@ -12,9 +12,9 @@
 use std::time::{Duration, Instant};
 
 use benches::target::BenchTarget;
-use knot::compact::cost::Budget;
+use knot::Remote;
+use knot::compact::Budget;
 use knot::compact::{CompactOptions, Compactor, Ended, prepare_dir};
-use knot::remote::Remote;
 
 use crate::fixture::Fixture;
 

@@ -42,7 +42,7 @@ impl Fixture {
             .build()
             .expect("runtime");
         let did = rt.block_on(async {
-            let x = knot::client::Xrpc::new(&pds.url(), Duration::from_secs(60));
+            let x = knot::Xrpc::new(&pds.url(), Duration::from_secs(60));
             let v = x
                 .procedure(
                     "com.atproto.server.createAccount",
@@ -116,8 +116,8 @@ impl Fixture {
     }
 
     /// The account's credentials (for in-process clients).
-    pub fn credentials(&self) -> knot::session::Credentials {
-        knot::session::Credentials {
+    pub fn credentials(&self) -> knot::Credentials {
+        knot::Credentials {
             identifier: self.identifier.clone(),
             password: self.password.clone(),
         }

@@ -28,16 +28,16 @@
 //! | [`sync`] | the no-op check and the fetch into the mirror |
 //! | [`error`] | [`ServeError`], [`PathError`] |
 
-pub mod app;
-pub mod cache;
-pub mod card;
-pub mod diff;
-pub mod error;
-pub mod highlight;
-pub mod html;
-pub mod markdown;
-pub mod mirror;
-pub mod paths;
+mod app;
+mod cache;
+mod card;
+mod diff;
+mod error;
+mod highlight;
+mod html;
+mod markdown;
+mod mirror;
+mod paths;
 pub mod server;
 pub mod sync;
 

@@ -3,7 +3,7 @@
 //! refs), compared with the CIDs seen last time; only when a record
 //! changed, appeared or went away does a fetch run.
 //!
-//! The fetch is knot's own ([`knot::fetch::fetch`]: only the packs the
+//! The fetch is knot's own ([`knot::fetch`]: only the packs the
 //! mirror lacks, each part checked against its CID, streamed into `git
 //! index-pack`), run in a child process (`knot-serve --fetch-once`) with
 //! `GIT_DIR` set to the mirror. knot's git subprocesses take the
@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use knot::remote::Remote;
+use knot::Remote;
 
 use crate::error::{Result, ServeError};
 
@@ -145,7 +145,7 @@ fn git(args: &[&str], input: Option<&str>) -> Result<()> {
 /// The child's side: with `GIT_DIR` naming the mirror, fetches every ref
 /// the remote lists, then moves the mirror's refs (and HEAD) to match in
 /// one `update-ref --stdin` transaction.
-pub async fn fetch_once(url: &str, mirror: &Path) -> Result<knot::fetch::FetchStats> {
+pub async fn fetch_once(url: &str, mirror: &Path) -> Result<knot::FetchStats> {
     if std::env::var_os("GIT_DIR").as_deref() != Some(mirror.as_os_str()) {
         return Err(ServeError::Sync(
             "--fetch-once runs with GIT_DIR set to the mirror".into(),
@@ -159,7 +159,7 @@ pub async fn fetch_once(url: &str, mirror: &Path) -> Result<knot::fetch::FetchSt
         .values()
         .map(|r| (r.record.target.clone(), r.record.name.clone()))
         .collect();
-    let stats = knot::fetch::fetch(&mut remote, &wants, 4, false).await?;
+    let stats = knot::fetch(&mut remote, &wants, 4, false).await?;
     let mut tx = String::from("start\n");
     for (oid, name) in &wants {
         tx.push_str(&format!("update {name} {oid}\n"));

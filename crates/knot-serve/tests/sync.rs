@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use knot::client::Xrpc;
+use knot::Xrpc;
 use knot::names::{pack_rkey, ref_rkey};
 use knot::proxy::LatencyProxy;
 use knot::records::{

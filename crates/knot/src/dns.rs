@@ -243,6 +243,7 @@ pub fn did_of(records: &[String]) -> Option<String> {
 
 /// An answer to `query` with these TXT records (tests and the in-process
 /// responder of the integration tests).
+#[cfg(any(test, feature = "test-support"))]
 pub fn answer(query: &[u8], records: &[&str]) -> Vec<u8> {
     let mut m = query.to_vec();
     if m.len() < 12 {

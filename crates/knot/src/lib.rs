@@ -13,12 +13,12 @@
 //! git clone at://alice.example.com/myrepo
 //! ```
 //!
-//! URL forms ([`url`]): `at://<handle-or-did>/<repo>` (the account is
-//! resolved to its PDS, [`identity`]) and
+//! URL forms (`url.rs`): `at://<handle-or-did>/<repo>` (the account is
+//! resolved to its PDS, `identity.rs`) and
 //! `at::at+http://<host:port>/<handle-or-did>/<repo>` naming the PDS
 //! directly (`at+https://` likewise; the `at::` prefix makes git run
 //! `git-remote-at` for a scheme it would otherwise look up as
-//! `git-remote-at+http`). Credentials: [`session`]. Warm state: [`state`].
+//! `git-remote-at+http`). Credentials: [`Credentials`]. Warm state: `state.rs`.
 //!
 //! # Records (lexicons in `lexicons/`)
 //!
@@ -81,54 +81,67 @@
 //!
 //! # Modules
 //!
+//! Public: what the binaries, knot-serve, the tests and the benches take
+//! ([`compact`], [`gateway`], [`helper`], [`names`], [`records`], and
+//! `proxy` with the `test-support` feature), and at the root [`Remote`],
+//! [`Xrpc`], [`Credentials`], [`fetch()`], [`FetchStats`] and
+//! [`KnotError`]. The rest is the crate's own.
+//!
 //! | module | owns |
 //! |---|---|
-//! | [`url`] | remote URL forms |
+//! | `url` | remote URL forms |
 //! | [`names`] | repository names, ref keys, pack keys, raw CIDs |
 //! | [`records`] | the three record types: writing and checking |
-//! | [`client`] | the HTTP/XRPC client: kept-alive connections, bounded bodies, errors |
-//! | [`preconnect`] | the PDS connection dialled ahead of the first request |
-//! | [`dns`] | the `_atproto.<handle>` TXT query (UDP, bounded parser) |
-//! | [`identity`] | handle → DID → DID document → PDS |
-//! | [`session`] | credentials, createSession / refreshSession |
-//! | [`state`] | the warm state on disk |
-//! | [`remote`] | one opened remote: identity, session, the record calls |
-//! | [`git`] | the local repository through git subprocesses |
-//! | [`upload`] | pack-objects streamed into uploaded parts |
-//! | [`push`] | the push batch: checks, points, CAS, leases |
+//! | `client` | the HTTP/XRPC client ([`Xrpc`]): kept-alive connections, bounded bodies, errors |
+//! | `preconnect` | the PDS connection dialled ahead of the first request |
+//! | `dns` | the `_atproto.<handle>` TXT query (UDP, bounded parser) |
+//! | `identity` | handle → DID → DID document → PDS |
+//! | `session` | credentials ([`Credentials`]), createSession / refreshSession |
+//! | `state` | the warm state on disk |
+//! | `remote` | one opened remote ([`Remote`]): identity, session, the record calls |
+//! | `git` | the local repository through git subprocesses |
+//! | `upload` | pack-objects streamed into uploaded parts |
+//! | `push` | the push batch: checks, points, CAS, leases |
 //! | `push::atomic` | `--atomic`: one `applyWrites` under `swapCommit` |
 //! | `land` | the pack list a ref write names, rebuilt from what was read last |
-//! | [`fetch`] | the packs a fetch lacks, streamed into index-pack |
-//! | [`compact`] | `knot compact`: packs folded into one within a budget, resumable |
+//! | `fetch` | the packs a fetch lacks, streamed into index-pack ([`fetch()`]) |
+//! | [`compact`] | `knot compact`: packs folded into one within a budget, resumable (its command line is the `knot` binary's) |
 //! | [`helper`] | the gitremote-helpers protocol |
 //! | [`gateway`] | `knot gateway`: per-branch queues landed as one push each |
-//! | [`trace`] | phase timings on stderr (`KNOT_TRACE=1`) |
-//! | [`proxy`] | the latency proxy that counts requests and round trips (tests and `--bench knot`) |
-//! | [`error`] | [`KnotError`] |
+//! | `trace` | phase timings on stderr (`KNOT_TRACE=1`) |
+//! | `proxy` | the latency proxy that counts requests and round trips (feature `test-support`: tests and `--bench knot`) |
+//! | `error` | [`KnotError`] |
 
-pub mod client;
+mod client;
 pub mod compact;
-pub mod dns;
-pub mod error;
-pub mod fetch;
+mod dns;
+mod error;
+mod fetch;
 pub mod gateway;
-pub mod git;
+mod git;
 pub mod helper;
-pub mod identity;
+mod identity;
 mod land;
 pub mod names;
-pub mod preconnect;
+mod preconnect;
+#[cfg(feature = "test-support")]
 pub mod proxy;
-pub mod push;
+mod push;
 pub mod records;
-pub mod remote;
-pub mod session;
-pub mod state;
-pub mod trace;
-pub mod upload;
-pub mod url;
+mod remote;
+mod session;
+mod state;
+mod trace;
+mod upload;
+mod url;
 
+pub use client::Xrpc;
+#[cfg(feature = "test-support")]
+pub use dns::answer as dns_answer;
 pub use error::{KnotError, RateLimit, Result};
+pub use fetch::{FetchStats, fetch};
+pub use remote::Remote;
+pub use session::Credentials;
 
 /// Now as an RFC 3339 UTC timestamp (the `createdAt` of our records).
 pub fn now_iso() -> String {

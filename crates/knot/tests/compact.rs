@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
-use knot::compact::cost::Budget;
+use knot::Credentials;
+use knot::Remote;
+use knot::compact::Budget;
 use knot::compact::{CompactOptions, Compactor, prepare_dir};
 use knot::records::{PACK_NSID, REF_NSID};
-use knot::remote::Remote;
-use knot::session::Credentials;
 use support::{PASSWORD, Pds, Sandbox, signed_in, stderr, url};
 
 fn knot(sb: &Sandbox, dir: &Path, args: &[&str]) -> Output {

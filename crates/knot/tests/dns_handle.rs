@@ -23,9 +23,9 @@ fn handle_resolves_by_dns_txt() {
             let q = &buf[..n];
             // `_atproto.dns.test` has the record; any other name does not exist.
             let a = if q.windows(5).any(|w| w == b"\x03dns\x04") {
-                knot::dns::answer(q, &[&record, "unrelated=1"])
+                knot::dns_answer(q, &[&record, "unrelated=1"])
             } else {
-                let mut a = knot::dns::answer(q, &[]);
+                let mut a = knot::dns_answer(q, &[]);
                 a[3] |= 3;
                 a
             };

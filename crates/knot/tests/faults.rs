@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use knot::KnotError;
-use knot::client::Xrpc;
-use knot::remote::Remote;
+use knot::Remote;
+use knot::Xrpc;
 use support::fault::{Action, FaultProxy, method};
 use support::{Sandbox, signed_in, stderr, url};
 

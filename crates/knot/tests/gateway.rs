@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
-use knot::gateway::bucket::{Kind, Limit};
+use knot::gateway::{Kind, Limit};
 use support::{PASSWORD, Pds, Sandbox, signed_in, stderr, url};
 
 /// The gateway's config for `account` on `pds` (signed in with
@@ -238,7 +238,7 @@ fn bad_requests_are_refused() {
         .enable_all()
         .build()
         .unwrap();
-    let x = knot::client::Xrpc::new(&gw.url(), Duration::from_secs(30));
+    let x = knot::Xrpc::new(&gw.url(), Duration::from_secs(30));
     let oid = "a".repeat(40);
     let post = |q: String, body: Vec<u8>| {
         let req = http::Request::builder()

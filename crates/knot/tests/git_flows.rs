@@ -292,7 +292,7 @@ fn a_pack_of_several_parts_round_trips() {
         .build()
         .unwrap();
     let parts = rt.block_on(async {
-        let mut r = knot::remote::Remote::open(&format!("at+{}/{did}/big", pds.url), None)
+        let mut r = knot::Remote::open(&format!("at+{}/{did}/big", pds.url), None)
             .await
             .unwrap();
         let refs = r.read_refs().await.unwrap();

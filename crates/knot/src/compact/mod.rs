@@ -41,9 +41,10 @@
 //! pack record names them; a PDS that drops temporary blobs before the
 //! resume refuses the pack record, and the plan starts again.
 
-pub mod cli;
-pub mod cost;
-pub mod state;
+mod cost;
+mod state;
+
+pub use cost::Budget;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
@@ -63,7 +64,7 @@ use crate::records::{
 };
 use crate::remote::{Remote, Swap};
 use crate::state::{REFS_TTL_SECS, unix_now};
-use cost::{Account, Budget, DELETE_POINTS, PUT_POINTS, Spent};
+use cost::{Account, DELETE_POINTS, PUT_POINTS, Spent};
 use state::{CompactState, DonePart, PlanState, Retired};
 
 /// Options of one run.

@@ -60,14 +60,16 @@
 //! | [`server`] | the HTTP server |
 //! | [`client`] | the helper's side |
 
-pub mod bucket;
-pub mod client;
-pub mod flush;
-pub mod queue;
-pub mod rebase;
-pub mod scratch;
-pub mod server;
-pub mod sync;
+mod bucket;
+pub(crate) mod client;
+mod flush;
+mod queue;
+mod rebase;
+mod scratch;
+mod server;
+mod sync;
+
+pub use bucket::{Kind, Limit};
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -78,7 +80,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
-use bucket::{Budget, Kind, Limit};
+use bucket::Budget;
 use queue::{Chain, Queue};
 use scratch::Scratch;
 

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use knot::client::Xrpc;
+use knot::Xrpc;
 use serde_json::json;
 
 pub const PASSWORD: &str = "pw-knot-test";

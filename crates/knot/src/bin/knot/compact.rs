@@ -1,18 +1,16 @@
 //! The `knot compact` command line: its flags, the remote named by URL or
 //! by the current repository's remote name, and the exit codes (0 done or
 //! nothing to do, 3 stopped by the uploads budget (run again), 4 refused
-//! by the points budget, 1 an error).
+//! by the points budget, 1 an error). The compaction itself is the
+//! library's (`knot::compact`).
 
 use std::path::PathBuf;
-use std::process::ExitCode;
+use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
+use knot::compact::{Budget, CompactOptions, Compactor, Ended, prepare_dir};
+use knot::{KnotError, Remote, Result};
 use sha2::{Digest, Sha256};
-
-use super::cost::Budget;
-use super::{CompactOptions, Compactor, Ended, prepare_dir};
-use crate::error::{KnotError, Result};
-use crate::remote::Remote;
 
 /// `knot compact` flags.
 #[derive(Debug, clap::Args)]
@@ -44,7 +42,7 @@ fn url_of(remote: &str) -> Result<String> {
     let url = if remote.contains("://") || remote.starts_with("at::") {
         remote.to_owned()
     } else {
-        crate::git::run(&["config", "--get", &format!("remote.{remote}.url")]).map_err(|_| {
+        remote_url(remote).ok_or_else(|| {
             KnotError::Protocol(format!(
                 "{remote:?} is neither a URL nor a remote of this repository"
             ))
@@ -52,6 +50,18 @@ fn url_of(remote: &str) -> Result<String> {
     };
     let url = url.strip_prefix("at::").unwrap_or(&url).to_owned();
     Ok(url)
+}
+
+/// `remote.<name>.url` of the repository in the current directory.
+fn remote_url(name: &str) -> Option<String> {
+    let out = Command::new("git")
+        .args(["config", "--get", &format!("remote.{name}.url")])
+        .stdin(Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
 fn default_dir(url: &str) -> Result<PathBuf> {

@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use knot::gateway::bucket::{Kind, Limit};
+use knot::gateway::{Kind, Limit};
+
+mod compact;
 
 #[derive(Parser)]
 #[command(name = "knot", about = "git hosted in an atproto PDS")]
@@ -23,7 +25,7 @@ enum Cmd {
     /// and one compare-and-swap.
     Gateway(GatewayArgs),
     /// Fold the packs of a remote's refs into one deltified pack.
-    Compact(knot::compact::cli::CompactArgs),
+    Compact(compact::CompactArgs),
 }
 
 #[derive(clap::Args)]
@@ -91,7 +93,7 @@ fn gateway(a: GatewayArgs) -> knot::Result<()> {
 fn main() -> ExitCode {
     let r = match Cli::parse().cmd {
         Cmd::Gateway(a) => gateway(a),
-        Cmd::Compact(a) => return knot::compact::cli::main(a),
+        Cmd::Compact(a) => return compact::main(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
