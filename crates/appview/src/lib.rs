@@ -11,7 +11,7 @@
 //!
 //! The seeded workload (`datagen::appview`) is an input only behind the
 //! `workload` feature (`Input::from_op`, `AppView::apply_op`, `bulk`);
-//! the `rest` feature adds the REST server ([`rest`]), and the `cli`
+//! the `rest` feature adds the REST server (`rest`), and the `cli`
 //! feature the `appview` binary. The read path itself
 //! never needs the generator.
 //!
@@ -35,7 +35,7 @@
 //! | `bulk` | the seeded workload straight into an index (the 10^5 tier; `workload` feature) |
 //! | `baseline_sql` | the SQL every SQL baseline shares: index table, read SQL, JSON columns |
 //! | `sqlite` | the SQLite baseline |
-//! | [`rest`] | the Prefect-compatible REST server (`rest` feature; `appview serve`) |
+//! | `rest` | the Prefect-compatible REST server (`rest` feature; `appview serve`) |
 //!
 //! # The 10^5-run tier
 //!

@@ -15,18 +15,18 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`paths`] | request paths: routes, decoding, hostile-input checks |
-//! | [`mirror`] | reading objects with gix |
-//! | [`diff`] | a commit's file and line diff |
-//! | [`highlight`] | syntect highlighting |
-//! | [`markdown`] | README rendering (no raw HTML) |
-//! | [`html`] | escaping and the pages' markup |
-//! | [`card`] | social cards (PNG) |
-//! | [`cache`] | byte-bounded LRU caches |
-//! | [`app`] | route → reply, and the caches |
+//! | `paths` | request paths: routes, decoding, hostile-input checks |
+//! | `mirror` | reading objects with gix |
+//! | `diff` | a commit's file and line diff |
+//! | `highlight` | syntect highlighting |
+//! | `markdown` | README rendering (no raw HTML) |
+//! | `html` | escaping and the pages' markup |
+//! | `card` | social cards (PNG) |
+//! | `cache` | byte-bounded LRU caches |
+//! | `app` | route → reply, and the caches |
 //! | [`server`] | the HTTP/1.1 server and its bounds |
 //! | [`sync`] | the no-op check and the fetch into the mirror |
-//! | [`error`] | [`ServeError`], [`PathError`] |
+//! | `error` | [`ServeError`], [`PathError`] |
 
 mod app;
 mod cache;

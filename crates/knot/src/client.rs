@@ -110,7 +110,7 @@ impl Xrpc {
         }
     }
 
-    /// Dials the service now, on a thread ([`crate::preconnect`]): the
+    /// Dials the service now, on a thread (`crate::preconnect`): the
     /// first request then finds its connection open.
     pub fn preconnect(&self) {
         if let Ok(u) = self.base.parse::<http::Uri>()

@@ -78,7 +78,7 @@
 //! | `snapshot` | `--snapshot FILE`: a backup copied over the store with SQLite's backup API before start |
 //! | `stall` | the connection's socket with its write deadline |
 //! | `stream` | response bodies produced chunk by chunk on demand, each chunk one short read |
-//! | `error` | [`XrpcError`]-style JSON errors and the store's errors mapped to lexicon names |
+//! | `error` | `XrpcError`-style JSON errors and the store's errors mapped to lexicon names |
 //! | `params` | query strings: percent-decoding and the lexicon format checks |
 //! | `auth` | HS256 access / refresh JWTs, their scopes (full, app password) |
 //! | `app_passwords` | app passwords: their rows in the account file, the live set their sessions are checked against |

@@ -12,7 +12,7 @@
 //! `InvalidRequest` with the reference's messages ("could not resolve proxy
 //! did", "could not resolve proxy did service url"); a method with no
 //! header and no default service is the reference's "No service
-//! configured for <nsid>". Only `http://` service URLs (no TLS client).
+//! configured for `<nsid>`". Only `http://` service URLs (no TLS client).
 //!
 //! Bounds: a request body at the JSON cap (read whole, as every route
 //! reads one); the upstream answer's head within

@@ -4,14 +4,14 @@
 //! pack is self-contained, so later pushes cannot delta against what the
 //! PDS holds; compaction folds them back into one).
 //!
-//! Steps, each recorded in the state on disk ([`state`]) before the next:
+//! Steps, each recorded in the state on disk (`state`) before the next:
 //! 1. **Plan**: read the refs; the packs they name are downloaded into a
 //!    scratch bare repository under the state directory (the fetch path's
 //!    streaming and checks), and `git pack-objects --revs --no-reuse-delta
 //!    --delta-base-offset` of every target writes the new pack to a file
 //!    there (deltas computed afresh across all objects; the file, not a
 //!    pipe, so a resumed run uploads the very same bytes).
-//! 2. **Account** ([`cost`]): uploads and write points, printed before
+//! 2. **Account** (`cost`): uploads and write points, printed before
 //!    anything is written. A points budget smaller than the pack record
 //!    plus one update per ref is refused before any upload (parts no
 //!    record names would be wasted).
@@ -34,7 +34,7 @@
 //!    Readers that listed the refs before the switch finish their fetch
 //!    within the grace period from the old packs, which still exist; and
 //!    a push copies pack lists only from a listing younger than
-//!    [`crate::state::REFS_TTL_SECS`] (below the default grace), so it
+//!    `crate::state::REFS_TTL_SECS` (below the default grace), so it
 //!    never names a deleted pack.
 //!
 //! Limits: parts uploaded by an earlier run stay temporary blobs until the

@@ -3,7 +3,7 @@
 //! N writers pushing straight to a branch, one lands per round).
 //!
 //! It serves one account (credentials as the helper finds them,
-//! [`crate::session`]) and keeps one queue per (repository, branch). A
+//! `crate::session`) and keeps one queue per (repository, branch). A
 //! push that fast-forwards the queue's end joins it; one that does not has
 //! its own commits replayed onto the end with `git merge-tree` in the
 //! gateway's scratch repository, or is refused with `fetch first`. Each
@@ -46,19 +46,19 @@
 //! Connections ([`Config::max_connections`], beyond which accepts wait),
 //! request bodies ([`Config::max_push_bytes`]), header read time, queue
 //! length ([`Config::max_queue`]), queues ([`Config::max_queues`]),
-//! links per flush ([`flush::MAX_BATCH`]), commits per replay
-//! ([`rebase::MAX_REPLAY`]), mirrored pack size ([`sync::MAX_MIRROR_PACK`]).
+//! links per flush (`flush::MAX_BATCH`), commits per replay
+//! (`rebase::MAX_REPLAY`), mirrored pack size (`sync::MAX_MIRROR_PACK`).
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`scratch`] | the scratch repository and its git calls |
-//! | [`rebase`] | replaying a push onto a queue's end |
-//! | [`sync`] | mirroring what a ref record names into the scratch repository |
-//! | [`queue`] | the chain of one (repository, branch) |
-//! | [`flush`] | landing a chain: one pack, one compare-and-swap |
-//! | [`bucket`] | the account's budget: token buckets |
-//! | [`server`] | the HTTP server |
-//! | [`client`] | the helper's side |
+//! | `scratch` | the scratch repository and its git calls |
+//! | `rebase` | replaying a push onto a queue's end |
+//! | `sync` | mirroring what a ref record names into the scratch repository |
+//! | `queue` | the chain of one (repository, branch) |
+//! | `flush` | landing a chain: one pack, one compare-and-swap |
+//! | `bucket` | the account's budget: token buckets |
+//! | `server` | the HTTP server |
+//! | `client` | the helper's side |
 
 mod bucket;
 pub(crate) mod client;
@@ -112,7 +112,7 @@ pub struct Config {
     /// When set, writers must send it as a bearer token.
     pub token: Option<String>,
     /// The account's password; `None`: found as the helper finds it
-    /// ([`crate::session`]).
+    /// (`crate::session`).
     pub password: Option<String>,
 }
 
