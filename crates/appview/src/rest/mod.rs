@@ -10,8 +10,8 @@
 //! | `GET /api/health` | `true` |
 //! | `GET /api/admin/version` | the Prefect API version followed ([`routes::API_VERSION`]) |
 //! | `POST /api/flows/` | the flow of that name (200) or a new one (201) |
-//! | `POST /api/flows/filter` | flows by name ascending (`flows.id.any_`, `limit`, `offset`) |
-//! | `POST /api/flow_runs/` | a new run, PENDING (201) |
+//! | `POST /api/flows/filter` | flows: `flows.id.any_`, every `sort` (`CREATED_DESC`, `UPDATED_DESC`, `NAME_ASC`, `NAME_DESC`), `limit`, `offset` |
+//! | `POST /api/flow_runs/` | a new run, PENDING (201); parameters of any JSON type, given back in Prefect's text ([`crate::params`]) |
 //! | `GET /api/flow_runs/{id}` | the run with its state, or 404 `Flow run not found` |
 //! | `POST /api/flow_runs/{id}/set_state` | the orchestration result: `ACCEPT` (201) or `ABORT` (200) |
 //! | `POST /api/flow_runs/filter` | runs: `flow_runs.state.type.any_`, `flows.id.any_`, `start_time`/`expected_start_time`/`end_time` `after_`/`before_`, every `sort`, `limit` (default and maximum 200), `offset` |

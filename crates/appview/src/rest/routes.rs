@@ -188,7 +188,7 @@ pub fn respond(app: &AppView, route: Route, text: &[u8]) -> Reply {
             Ok(f) => create_flow(app, f),
             Err(e) => Reply::invalid(&e, &body),
         },
-        Route::CreateRun => match request::flow_run_create(&body) {
+        Route::CreateRun => match request::flow_run_create(&body, text) {
             Ok(r) => {
                 let reply = create_run(app, r);
                 task_runs::link_subflow(app, &body, reply.status, &reply.body).unwrap_or(reply)
@@ -243,7 +243,9 @@ pub fn respond(app: &AppView, route: Route, text: &[u8]) -> Reply {
         },
         Route::ReadFlows => match request::flows_read(&body) {
             Ok(q) => {
-                let flows = app.index().flow_page(q.ids.as_deref(), q.offset, q.limit);
+                let flows = app
+                    .index()
+                    .flow_page(q.ids.as_deref(), q.sort, q.offset, q.limit);
                 let mut out = String::with_capacity(160 * flows.len() + 2);
                 render::flows(&mut out, flows.iter().map(|f| &**f));
                 Reply::json(200, out)
