@@ -365,6 +365,29 @@ fn requests_outside_the_subset_are_refused_in_prefects_shapes() {
         call(&s, "GET", "/api/flow_runs/filter", None),
         (405, json!({"detail": "Method Not Allowed"}))
     );
+    // The areas outside the subset: 404 in Prefect's shape, naming them.
+    for (method, path, name) in [
+        ("POST", "/api/deployments/filter", "Deployments"),
+        ("GET", "/api/work_pools/default", "Work pools"),
+        ("POST", "/api/work_queues/filter", "Work queues"),
+        ("POST", "/api/automations/filter", "Automations"),
+        ("POST", "/api/block_documents/filter", "Blocks"),
+        ("GET", "/api/variables/name/x", "Variables"),
+        (
+            "POST",
+            "/api/v2/concurrency_limits/filter",
+            "Concurrency limits",
+        ),
+        ("POST", "/api/artifacts/", "Artifacts"),
+    ] {
+        let (st, e) = call(&s, method, path, Some(&json!({})));
+        assert_eq!(st, 404, "{path}");
+        let detail = e["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with(&format!("{name} are not served")),
+            "{detail}"
+        );
+    }
     s.shutdown();
 }
 

@@ -19,6 +19,21 @@
 //!
 //! | `/api/task_runs/...`, `GET /api/events/in` (WebSocket), `POST /api/events/filter` | task runs and events: `task_runs`, `events` |
 //!
+//! Not served, each answered 404 with a `detail` naming it, under every
+//! path and method of its prefix (module `unserved`, which says what
+//! Prefect's client does with the answer):
+//!
+//! | area | paths under `/api/` | what Prefect 3.9.1's client does |
+//! |---|---|---|
+//! | deployments | `deployments/` | `prefect deployment ls` exits 1, quoting the detail; `prefect deployment inspect NAME`: `Deployment 'NAME' not found!` |
+//! | work pools | `work_pools/` | `prefect work-pool ls` exits 1, quoting the detail |
+//! | work queues | `work_queues/` | `prefect work-queue ls` exits 1, quoting the detail |
+//! | automations | `automations/` | `prefect automation ls` exits 1, quoting the detail |
+//! | blocks | `block_documents/`, `block_types/`, `block_schemas/`, `block_capabilities/` | `Block.load(name)` raises `ValueError: Unable to find block document named ...` |
+//! | variables | `variables/` | `Variable.get(name, default=d)` returns `d`; `prefect variable ls` exits 1 |
+//! | concurrency limits | `concurrency_limits/`, `v2/concurrency_limits/` | `prefect concurrency-limit ls` exits 1; a flow taking a global slot fails |
+//! | artifacts | `artifacts/` | a flow calling `create_markdown_artifact` ends FAILED on the error |
+//!
 //! Anything else is refused as Prefect would: 404 `Not Found` for another
 //! path, 405 for another method, 422 in Prefect's validation shape naming
 //! the field for a body that is not JSON, a bad value or enum, an unknown
@@ -37,6 +52,7 @@ mod server;
 mod task_filter;
 mod task_runs;
 pub mod time;
+mod unserved;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -24,7 +24,7 @@ pub use crate::rest::reply::Reply;
 use crate::rest::request::{self, PageError};
 use crate::rest::task_runs::{self, TaskRoute};
 use crate::rest::time;
-use crate::rest::{events, task_filter};
+use crate::rest::{events, task_filter, unserved};
 use crate::run_page::RunPage;
 use crate::uuid::Uuid;
 
@@ -100,6 +100,9 @@ fn respond_task(app: &AppView, route: TaskRoute, text: &[u8]) -> Reply {
 pub fn route(method: &str, path: &str) -> Result<Route, Reply> {
     let path = path.split_once('?').map_or(path, |(p, _)| p);
     let rest = path.strip_prefix("/api/").ok_or_else(not_found)?;
+    if let Some(area) = unserved::area(rest) {
+        return Err(unserved::reply(area));
+    }
     let (want, r) = match rest {
         "health" => ("GET", Route::Health),
         "admin/version" => ("GET", Route::Version),
