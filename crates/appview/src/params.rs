@@ -19,7 +19,8 @@
 //!
 //! Bounds: the object's text at most [`MAX_BYTES`] (Prefect's default
 //! `PREFECT_SERVER_API_MAX_PARAMETER_SIZE`, which it measures on its
-//! compact JSON too), values nested at most [`MAX_DEPTH`] deep. Not as
+//! compact JSON too; counted as the text is written, a repeated key's
+//! earlier values included), values nested at most [`MAX_DEPTH`] deep. Not as
 //! Prefect: an integer outside 64 bits is read as the nearest float (as
 //! `serde_json` reads it), and `NaN`/`Infinity`, which are not JSON, make
 //! the body unreadable (Prefect stores them as `null`).
@@ -74,6 +75,20 @@ pub fn from_body(body: &[u8]) -> Result<Option<Params>, ParamsError> {
     let got = Body(&ctx).deserialize(&mut de);
     let got = got.and_then(|p| de.end().map(|()| p));
     finish(&ctx, got)
+}
+
+/// [`parse_object`] and the bytes it counted against [`MAX_BYTES`].
+#[cfg(test)]
+fn parse_counted(text: &[u8]) -> Result<(Params, usize), ParamsError> {
+    let ctx = Ctx::default();
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let got = Object {
+        ctx: &ctx,
+        depth: 0,
+    }
+    .deserialize(&mut de);
+    let got = got.and_then(|p| de.end().map(|()| p));
+    finish(&ctx, got).map(|p| (p, ctx.written.get()))
 }
 
 fn finish<T>(ctx: &Ctx, got: Result<T, serde_json::Error>) -> Result<T, ParamsError> {
@@ -135,6 +150,18 @@ pub fn push_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// The length of `s` as [`push_string`] writes it.
+fn string_len(s: &str) -> usize {
+    2 + s
+        .chars()
+        .map(|c| match c {
+            '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+            c if (c as u32) < 0x20 => 6,
+            c => c.len_utf8(),
+        })
+        .sum::<usize>()
+}
+
 /// Appends `x` as Python's `repr(float)`: the shortest digits that read
 /// back as `x`, in positional form when the decimal point falls within
 /// (-4, 16] of them, in exponent form (`e+16`, `e-05`) otherwise.
@@ -194,8 +221,10 @@ impl Ctx {
         E::custom(msg)
     }
 
-    /// Counts `n` more bytes against [`MAX_BYTES`] (every value sent,
-    /// repeated keys included, so a parse stops early).
+    /// Counts `n` more bytes of the text against [`MAX_BYTES`], as they
+    /// are written, so a parse stops early (a repeated key's earlier
+    /// values count too: the count is the text's length when no key
+    /// repeats).
     fn spend<E: de::Error>(&self, n: usize) -> Result<(), E> {
         let w = self.written.get().saturating_add(n);
         self.written.set(w);
@@ -214,14 +243,18 @@ fn entries<'de, A: MapAccess<'de>>(
     mut map: A,
 ) -> Result<Params, A::Error> {
     let mut out: Params = Vec::new();
+    ctx.spend(2)?;
+    let mut first = true;
     while let Some(k) = map.next_key::<String>()? {
+        // The key, its colon, and the comma before it.
+        ctx.spend(string_len(&k) + 1 + usize::from(!first))?;
+        first = false;
         let mut v = String::new();
         map.next_value_seed(Text {
             ctx,
             depth: depth + 1,
             out: &mut v,
         })?;
-        ctx.spend(k.len() + 4)?;
         match out.iter_mut().find(|(old, _)| *old == k) {
             Some(slot) => slot.1 = v,
             None => out.push((k, v)),
@@ -375,7 +408,7 @@ impl<'de> Visitor<'de> for Text<'_, '_> {
         self.scalar(&s)
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
-        self.ctx.spend(v.len() + 2)?;
+        self.ctx.spend(string_len(v))?;
         push_string(self.out, v);
         Ok(())
     }
@@ -402,6 +435,9 @@ impl<'de> Visitor<'de> for Text<'_, '_> {
             if seq.next_element_seed(seed)?.is_none() {
                 self.out.truncate(mark);
                 break;
+            }
+            if !first {
+                self.ctx.spend(1)?;
             }
             first = false;
         }

@@ -100,8 +100,14 @@ fn depth_and_size_are_bounded() {
     assert_eq!(parse_object(big.as_bytes()), Err(ParamsError::TooLarge));
     let body = format!("{{\"parameters\":{big}}}");
     assert_eq!(from_body(body.as_bytes()), Err(ParamsError::TooLarge));
-    let fits = format!("{{\"a\":\"{}\"}}", "x".repeat(MAX_BYTES / 2));
-    assert!(parse_object(fits.as_bytes()).is_ok());
+    // The bound is the text's length, exactly.
+    let at = |n: usize| format!("{{\"a\":\"{}\"}}", "x".repeat(n - r#"{"a":""}"#.len()));
+    let fits = parse_object(at(MAX_BYTES).as_bytes()).unwrap();
+    assert_eq!(object_text(&fits).len(), MAX_BYTES);
+    assert_eq!(
+        parse_object(at(MAX_BYTES + 1).as_bytes()),
+        Err(ParamsError::TooLarge)
+    );
 }
 
 fn arb_json() -> impl Strategy<Value = Value> {
@@ -155,10 +161,17 @@ proptest! {
         for (k, _) in &kv {
             if !keys.contains(&k.as_str()) { keys.push(k); }
         }
+        let distinct = keys.len() == kv.len();
         prop_assert_eq!(p.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), keys);
         // The text is a fixed point: what a record or column holds reads
         // back as the same pairs.
-        prop_assert_eq!(parse_object(object_text(&p).as_bytes()).unwrap(), p);
+        prop_assert_eq!(parse_object(object_text(&p).as_bytes()).unwrap(), p.clone());
+        // The bound counts the text's bytes (no key repeats: nested
+        // objects are maps, and `keys` are the top's distinct ones).
+        if distinct {
+            let (_, counted) = parse_counted(sent.as_bytes()).unwrap();
+            prop_assert_eq!(counted, object_text(&p).len());
+        }
     }
 
     #[test]
