@@ -14,9 +14,9 @@
 //!   raises `ValueError: Unable to find block document named ...`,
 //!   `prefect deployment inspect NAME` prints `Deployment 'NAME' not
 //!   found!`;
-//! - a flow that creates an artifact (`create_markdown_artifact`) or asks
-//!   for a global concurrency slot fails on the HTTP error, as it would
-//!   against a server without that object.
+//! - a flow that creates an artifact (`create_markdown_artifact`) or
+//!   takes a concurrency slot (`concurrency("db")`) ends FAILED on the
+//!   error (`ConcurrencySlotAcquisitionError` quoting the detail).
 
 use crate::rest::reply::Reply;
 
