@@ -21,9 +21,11 @@
 //! `PREFECT_SERVER_API_MAX_PARAMETER_SIZE`, which it measures on its
 //! compact JSON too; counted as the text is written, a repeated key's
 //! earlier values included), values nested at most [`MAX_DEPTH`] deep. Not as
-//! Prefect: an integer outside 64 bits is read as the nearest float (as
-//! `serde_json` reads it), and `NaN`/`Infinity`, which are not JSON, make
-//! the body unreadable (Prefect stores them as `null`).
+//! Prefect: an integer outside 64 bits (Python's `10**20`, which Prefect's
+//! client sends as its digits) is read as the nearest float, `1e+20` (as
+//! `serde_json` reads it). `NaN` and `Infinity` never arrive from
+//! Prefect's client, which sends them as `null` (pydantic's JSON mode); a
+//! body carrying them is not JSON and is refused (422 `json_invalid`).
 
 use std::cell::Cell;
 use std::fmt::{self, Write as _};
