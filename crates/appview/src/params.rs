@@ -57,15 +57,7 @@ pub enum ParamsError {
 
 /// Parses a JSON object of parameters, in order, each value as its text.
 pub fn parse_object(text: &[u8]) -> Result<Params, ParamsError> {
-    let ctx = Ctx::default();
-    let mut de = serde_json::Deserializer::from_slice(text);
-    let got = Object {
-        ctx: &ctx,
-        depth: 0,
-    }
-    .deserialize(&mut de);
-    let got = got.and_then(|p| de.end().map(|()| p));
-    finish(&ctx, got)
+    parse_counted(text).map(|(p, _)| p)
 }
 
 /// The `parameters` member of a JSON request body, in order (`None`
@@ -80,7 +72,6 @@ pub fn from_body(body: &[u8]) -> Result<Option<Params>, ParamsError> {
 }
 
 /// [`parse_object`] and the bytes it counted against [`MAX_BYTES`].
-#[cfg(test)]
 fn parse_counted(text: &[u8]) -> Result<(Params, usize), ParamsError> {
     let ctx = Ctx::default();
     let mut de = serde_json::Deserializer::from_slice(text);
