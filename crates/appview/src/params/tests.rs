@@ -65,6 +65,40 @@ fn values_keep_their_order_and_python_text() {
 }
 
 #[test]
+fn integers_keep_their_digits_at_any_size() {
+    // What Python's int writes: 10**20, -(2**70), and -0 read as 0.
+    let p = parse_object(
+        br#"{"a":100000000000000000000,"b":-1180591620717411303424,"c":-0,"d":-0.0,"e":1E2}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        p,
+        pairs(&[
+            ("a", "100000000000000000000"),
+            ("b", "-1180591620717411303424"),
+            ("c", "0"),
+            ("d", "-0.0"),
+            ("e", "100.0"),
+        ])
+    );
+    for bad in [
+        &br#"{"a":01}"#[..],
+        br#"{"a":1.}"#,
+        br#"{"a":-}"#,
+        br#"{"a":1e}"#,
+        br#"{"a":1e400}"#,
+        br#"{"a":"\ud800"}"#,
+        br#"{"a":"\u+123"}"#,
+    ] {
+        assert!(
+            matches!(parse_object(bad), Err(ParamsError::Json(_))),
+            "{}",
+            String::from_utf8_lossy(bad)
+        );
+    }
+}
+
+#[test]
 fn a_repeated_key_keeps_its_first_place_and_last_value() {
     assert_eq!(
         parse_object(br#"{"a":1,"b":{"k":1,"j":2,"k":3},"a":4}"#).unwrap(),
@@ -172,6 +206,22 @@ proptest! {
             let (_, counted) = parse_counted(sent.as_bytes()).unwrap();
             prop_assert_eq!(counted, object_text(&p).len());
         }
+    }
+
+    #[test]
+    fn the_grammar_is_serde_jsons(
+        kv in proptest::collection::vec(("\\PC{0,4}", arb_json()), 0..4),
+        at in any::<prop::sample::Index>(),
+        byte in prop_oneof![Just(b'"'), Just(b'\\'), Just(b','), Just(b'}'), Just(b'e'), Just(b'.'), Just(b'-'), Just(b' '), any::<u8>()],
+    ) {
+        // A client's text, one byte changed: read here exactly when
+        // serde_json reads it as an object.
+        let value = Value::Object(kv.into_iter().collect());
+        let mut text = serde_json::to_vec(&value).unwrap();
+        let i = at.index(text.len());
+        text[i] = byte;
+        let theirs = serde_json::from_slice::<serde_json::Map<String, Value>>(&text).is_ok();
+        prop_assert_eq!(parse_object(&text).is_ok(), theirs, "{}", String::from_utf8_lossy(&text));
     }
 
     #[test]

@@ -97,7 +97,7 @@ def main():
     runs["defaults"] = run("defaults", defaults)
     renamed = typed.with_options(name="params-renamed")
     runs["renamed"] = run(
-        "renamed", renamed, n=-2**63, x=123.456, ok=False, items=[], cfg={}, note="\u00e9\n\t\"", maybe=2**64 - 1
+        "renamed", renamed, n=-2**63, x=123.456, ok=False, items=[10**20, -(2**70)], cfg={}, note="\u00e9\n\t\"", maybe=2**64 - 1
     )
     runs["raises"] = run("raises", raises, limit=5)
     api = os.environ["PREFECT_API_URL"]
