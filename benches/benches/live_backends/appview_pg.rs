@@ -104,17 +104,7 @@ fn tags_of(v: Value) -> Vec<String> {
 }
 
 fn params_of(v: Value) -> Vec<(String, String)> {
-    match v {
-        Value::Object(m) => {
-            let mut out: Vec<(String, String)> = m
-                .into_iter()
-                .map(|(k, v)| (k, v.as_str().expect("parameter is text").to_owned()))
-                .collect();
-            out.sort();
-            out
-        }
-        other => panic!("parameters column is not an object: {other}"),
-    }
+    appview::baseline_sql::params_of_value(&v).expect("parameters column is an object")
 }
 
 fn uuid(row: &Row, i: usize) -> Uuid {

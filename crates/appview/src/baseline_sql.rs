@@ -9,6 +9,7 @@
 use std::sync::LazyLock;
 
 use crate::error::Result;
+use crate::params;
 use crate::query::{
     ACTIVE_LIMIT, COMPLETED_LIMIT, FLOW_LIMIT, PAGE_LIMIT, PAGE_OFFSET, Query, WINDOW_LIMIT,
 };
@@ -183,13 +184,16 @@ pub fn tags_value(tags: &[String]) -> serde_json::Value {
     serde_json::Value::from(tags.to_vec())
 }
 
-/// Parameters as the JSON columns hold them (an object of text).
+/// Parameters as the JSON columns hold them (PostgreSQL binds the value
+/// to `jsonb`, which keeps its own key order).
 pub fn params_value(p: &[(String, String)]) -> serde_json::Value {
-    serde_json::Value::Object(
-        p.iter()
-            .map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))
-            .collect(),
-    )
+    serde_json::from_str(&params::object_text(p))
+        .unwrap_or_else(|_| serde_json::Value::Object(serde_json::Map::new()))
+}
+
+/// Parameters from a JSON column's value (PostgreSQL's `jsonb`).
+pub fn params_of_value(v: &serde_json::Value) -> Result<Vec<(String, String)>> {
+    params_from_json(&v.to_string())
 }
 
 /// Tags as the JSON text column holds them.
@@ -197,9 +201,9 @@ pub(crate) fn tags_json(tags: &[String]) -> String {
     tags_value(tags).to_string()
 }
 
-/// Parameters as the JSON text column holds them.
+/// Parameters as the JSON text column holds them (in order).
 pub(crate) fn params_json(p: &[(String, String)]) -> String {
-    params_value(p).to_string()
+    params::object_text(p)
 }
 
 /// Tags from their JSON column.
@@ -207,8 +211,7 @@ pub(crate) fn tags_from_json(s: &str) -> Result<Vec<String>> {
     Ok(serde_json::from_str(s)?)
 }
 
-/// Parameters from their JSON column, keys ascending.
+/// Parameters from their JSON column, in the column's order.
 pub(crate) fn params_from_json(s: &str) -> Result<Vec<(String, String)>> {
-    let map: std::collections::BTreeMap<String, String> = serde_json::from_str(s)?;
-    Ok(map.into_iter().collect())
+    Ok(params::parse_object(s.as_bytes())?)
 }

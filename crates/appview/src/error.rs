@@ -90,6 +90,9 @@ pub enum AppviewError {
     /// A JSON column of the baseline did not parse.
     #[error("baseline json column: {0}")]
     Json(#[from] serde_json::Error),
+    /// Parameters that are not a bounded JSON object.
+    #[error(transparent)]
+    Params(#[from] crate::params::ParamsError),
     /// An I/O failure.
     #[error("{0}")]
     Io(#[from] std::io::Error),

@@ -187,6 +187,40 @@ impl RunSort {
     }
 }
 
+/// Prefect's flow sorts (`FlowSort`; `NAME_ASC` its default).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FlowSort {
+    /// Created, newest first.
+    CreatedDesc,
+    /// Updated, newest first.
+    UpdatedDesc,
+    /// Name ascending (bytewise).
+    #[default]
+    NameAsc,
+    /// Name descending.
+    NameDesc,
+}
+
+impl FlowSort {
+    /// Every sort, in Prefect's order.
+    pub const ALL: [FlowSort; 4] = [
+        FlowSort::CreatedDesc,
+        FlowSort::UpdatedDesc,
+        FlowSort::NameAsc,
+        FlowSort::NameDesc,
+    ];
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlowSort::CreatedDesc => "CREATED_DESC",
+            FlowSort::UpdatedDesc => "UPDATED_DESC",
+            FlowSort::NameAsc => "NAME_ASC",
+            FlowSort::NameDesc => "NAME_DESC",
+        }
+    }
+}
+
 /// The ordered set a sort walks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Field {
@@ -417,16 +451,38 @@ impl Index {
         self.flows.get(&id)
     }
 
-    /// Flows by name ascending (those of `ids` when given), `offset`
-    /// skipped, at most `limit`.
-    pub fn flow_page(&self, ids: Option<&[Uuid]>, offset: usize, limit: usize) -> Vec<Arc<Flow>> {
-        self.flow_names
-            .values()
-            .filter(|f| ids.is_none_or(|ids| ids.contains(&f.id)))
-            .skip(offset)
-            .take(limit)
-            .cloned()
-            .collect()
+    /// Flows in `sort`'s order (those of `ids` when given), `offset`
+    /// skipped, at most `limit`. The name orders walk the name map; the
+    /// time orders sort per read (flows are few: one per flow a workspace
+    /// defines), ties by name ascending.
+    pub fn flow_page(
+        &self,
+        ids: Option<&[Uuid]>,
+        sort: FlowSort,
+        offset: usize,
+        limit: usize,
+    ) -> Vec<Arc<Flow>> {
+        let pick = |f: &&Arc<Flow>| ids.is_none_or(|ids| ids.contains(&f.id));
+        let names = self.flow_names.values();
+        let page = |it: &mut dyn Iterator<Item = &Arc<Flow>>| {
+            it.skip(offset).take(limit).cloned().collect()
+        };
+        match sort {
+            FlowSort::NameAsc => page(&mut names.filter(pick)),
+            FlowSort::NameDesc => page(&mut names.rev().filter(pick)),
+            FlowSort::CreatedDesc | FlowSort::UpdatedDesc => {
+                let mut all: Vec<&Arc<Flow>> = names.filter(pick).collect();
+                // Stable: equal times stay in name order.
+                all.sort_by_key(|f| {
+                    std::cmp::Reverse(if sort == FlowSort::CreatedDesc {
+                        f.created
+                    } else {
+                        f.updated
+                    })
+                });
+                page(&mut all.into_iter())
+            }
+        }
     }
 
     /// A state of the history.

@@ -22,13 +22,14 @@
 //! | `model` | flows, runs, states, their collections (our NSIDs), a commit's [`Mutation`] |
 //! | `uuid` | [`Uuid`]: ids and record keys |
 //! | `record` | the records as DAG-CBOR, both ways (strict decoder, proptested) |
+//! | [`params`] | a run's parameters: any JSON value, each kept as its JSON text in Prefect's form |
 //! | `plan` | the orchestration rules: an input checked and planned into a mutation |
 //! | `ordset` | [`OrdSet`]: the ordered set with rank access |
 //! | `rows` | the runs in one slab (a slot per run, carried by the ordered sets' keys): records and their dense rows |
 //! | `index` | [`Index`]: record maps, sets per state and flow, ordered sets; fed by `#commit` frames |
 //! | `query` | the read patterns, their parameters, the page |
 //! | `run_page` | [`RunPage`]: a page of runs as dense rows and one text buffer |
-//! | `filter` | [`RunFilter`], [`RunSort`]: the general flow-run read of Prefect's `/flow_runs/filter` |
+//! | `filter` | [`RunFilter`], [`RunSort`]: the general flow-run read of Prefect's `/flow_runs/filter`; [`FlowSort`] |
 //! | `app` | [`AppView`]: the store, its repository, writes as commits, the live index |
 //! | `task_run` | task runs: their records (Prefect's JSON kept as text) and [`TaskIndex`] |
 //! | `rebuild` | the index from an exported repository alone |
@@ -56,6 +57,7 @@ mod filter;
 mod index;
 mod model;
 mod ordset;
+pub mod params;
 mod plan;
 mod query;
 mod rebuild;
@@ -78,7 +80,7 @@ use rest::time as rest_time;
 
 pub use app::{APPVIEW_DID, AppView, signing_key, store_path, store_writes};
 pub use error::{AppviewError, Result};
-pub use filter::{Bounds, RunFilter, RunSort};
+pub use filter::{Bounds, FlowSort, RunFilter, RunSort};
 pub use index::Index;
 pub use model::{
     FLOW_NSID, Flow, FlowRun, FlowRunState, Mutation, RUN_NSID, Record, RecordRef, STATE_NSID,

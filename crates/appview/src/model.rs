@@ -143,7 +143,8 @@ pub struct FlowRun {
     pub updated: i64,
     /// Tags.
     pub tags: Vec<String>,
-    /// Parameters, keys ascending (bytewise).
+    /// Parameters: each key and its value's JSON text, in the order given
+    /// (module `params`).
     pub parameters: Vec<(String, String)>,
 }
 

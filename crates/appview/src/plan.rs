@@ -58,7 +58,7 @@ pub struct NewRun {
     pub created: i64,
     /// Tags.
     pub tags: Vec<String>,
-    /// Parameters.
+    /// Parameters: key and value JSON text, in order (`crate::params`).
     pub parameters: Vec<(String, String)>,
 }
 
@@ -96,7 +96,12 @@ impl Input {
                 expected_start: r.expected_start_us,
                 created: r.created_us,
                 tags: r.tags.clone(),
-                parameters: r.parameters.clone(),
+                // The workload's values are text.
+                parameters: r
+                    .parameters
+                    .iter()
+                    .map(|(k, v)| (k.clone(), crate::params::string_value(v)))
+                    .collect(),
             }),
             datagen::appview::Op::State(s) => Input::State(NewState {
                 id: Uuid::parse(&s.id)?,
@@ -151,8 +156,6 @@ pub(crate) fn plan_run(at: &impl Lookup, r: &NewRun) -> Result<Mutation> {
     if at.flow(r.flow_id).is_none() {
         return Err(AppviewError::UnknownFlow(r.flow_id.to_string()));
     }
-    let mut parameters = r.parameters.clone();
-    parameters.sort();
     let run = FlowRun {
         id: r.id,
         flow_id: r.flow_id,
@@ -170,7 +173,7 @@ pub(crate) fn plan_run(at: &impl Lookup, r: &NewRun) -> Result<Mutation> {
         created: r.created,
         updated: r.created,
         tags: r.tags.clone(),
-        parameters,
+        parameters: r.parameters.clone(),
     };
     let state = FlowRunState {
         id: r.state_id,

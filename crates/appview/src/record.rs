@@ -4,9 +4,13 @@
 //! Each record is a map with `$type` equal to its collection; the record
 //! key is the id, so the id is not repeated inside. Times and durations
 //! are integers (µs); an absent optional time is `null`; tags are a list
-//! of text; parameters a map of text to text. The decoder is strict about
-//! the fields it reads (every one must be present with its type; unknown
-//! fields are ignored, so later versions may add some) and never panics.
+//! of text. A run's parameters are one text field, the JSON text of their
+//! object in the order given (`crate::params`: DAG-CBOR maps are
+//! key-ordered and atproto records carry no floats); a record of the
+//! earlier form, a map of text to text, reads as string values. The
+//! decoder is strict about the fields it reads (every one must be present
+//! with its type; unknown fields are ignored, so later versions may add
+//! some) and never panics.
 
 use repo::cbor::{self, Encoder, MapRef, ValueRef};
 #[cfg(test)]
@@ -17,6 +21,7 @@ use crate::model::{
     FLOW_NSID, Flow, FlowRun, FlowRunState, RUN_NSID, Record, RecordRef, STATE_NSID, StateType,
     is_appview_collection,
 };
+use crate::params;
 use crate::uuid::Uuid;
 
 #[cfg(test)]
@@ -96,14 +101,7 @@ pub fn encode<'a>(record: impl Into<RecordRef<'a>>) -> Vec<u8> {
             e.text("stateType");
             e.text(r.state_type.as_str());
             e.text("parameters");
-            let mut params: Vec<&(String, String)> = r.parameters.iter().collect();
-            params.sort_by(|a, b| cbor::key_cmp(&a.0, &b.0));
-            params.dedup_by(|a, b| a.0 == b.0);
-            e.map(params.len());
-            for (k, v) in params {
-                e.text(k);
-                e.text(v);
-            }
+            e.text(&params::object_text(&r.parameters));
             e.text("totalRunTime");
             e.int(r.total_run_time);
             e.text("expectedStart");
@@ -160,12 +158,7 @@ pub(crate) fn encode_tree(record: &Record) -> Vec<u8> {
             m.insert("created", Value::Int(r.created));
             m.insert("updated", Value::Int(r.updated));
             m.insert("tags", tags(&r.tags));
-            let params: Map = r
-                .parameters
-                .iter()
-                .map(|(k, v)| (k.clone(), text(v)))
-                .collect();
-            m.insert("parameters", Value::Map(params));
+            m.insert("parameters", text(&params::object_text(&r.parameters)));
         }
         Record::State(s) => {
             m.insert("run", text(&s.run_id.to_string()));
@@ -251,12 +244,16 @@ impl<'a> Fields<'a, '_> {
 
     fn params(&self, key: &str) -> Result<Vec<(String, String)>> {
         match self.get(key)? {
+            ValueRef::Text(s) => {
+                params::parse_object(s.as_bytes()).map_err(|e| self.bad(format!("{key}: {e}")))
+            }
+            // The earlier form: text values, keys ascending.
             ValueRef::Map(m) => {
                 let mut out = m
                     .entries()
                     .iter()
                     .map(|(k, v)| match v {
-                        ValueRef::Text(s) => Ok(((*k).to_owned(), (*s).to_owned())),
+                        ValueRef::Text(s) => Ok(((*k).to_owned(), params::string_value(s))),
                         _ => Err(self.bad(format!("{key}.{k} is not text"))),
                     })
                     .collect::<Result<Vec<_>>>()?;
@@ -265,7 +262,7 @@ impl<'a> Fields<'a, '_> {
                 out.sort();
                 Ok(out)
             }
-            _ => Err(self.bad(format!("{key} is not a map"))),
+            _ => Err(self.bad(format!("{key} is not text"))),
         }
     }
 }
@@ -339,6 +336,33 @@ pub(crate) mod tests {
         (0..9usize).prop_map(|i| StateType::ALL[i])
     }
 
+    /// A value's text as `params` writes it.
+    fn arb_value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "\\PC{0,6}".prop_map(|s| params::string_value(&s)),
+            any::<i64>().prop_map(|i| i.to_string()),
+            any::<f64>()
+                .prop_filter("finite", |x| x.is_finite())
+                .prop_map(|x| {
+                    let mut s = String::new();
+                    params::push_float(&mut s, x);
+                    s
+                }),
+            Just("[true,null,{\"b\":1,\"a\":[]}]".to_owned()),
+        ]
+    }
+
+    /// The first of each key, in order (what `params` gives a run).
+    fn unique_keys(kv: Vec<(String, String)>) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for (k, v) in kv {
+            if !out.iter().any(|(o, _)| *o == k) {
+                out.push((k, v));
+            }
+        }
+        out
+    }
+
     fn arb_run() -> impl Strategy<Value = FlowRun> {
         (
             (
@@ -359,7 +383,7 @@ pub(crate) mod tests {
             (any::<i64>(), any::<i64>(), any::<i64>(), any::<i64>()),
             (
                 proptest::collection::vec("\\PC{0,8}", 0..4),
-                proptest::collection::btree_map("\\PC{0,6}", "\\PC{0,6}", 0..4),
+                proptest::collection::vec(("\\PC{0,6}", arb_value()), 0..4),
             ),
         )
             .prop_map(|(a, b, c, d)| FlowRun {
@@ -379,7 +403,7 @@ pub(crate) mod tests {
                 created: c.2,
                 updated: c.3,
                 tags: d.0,
-                parameters: d.1.into_iter().collect(),
+                parameters: unique_keys(d.1),
             })
     }
 
@@ -449,6 +473,50 @@ pub(crate) mod tests {
             let rkey = record.id().to_string();
             let _ = decode(record.collection(), &rkey, &bytes);
         }
+    }
+
+    #[test]
+    fn a_run_of_the_earlier_form_reads_its_parameters_as_text() {
+        let run = FlowRun {
+            id: Uuid(7),
+            flow_id: Uuid(8),
+            name: "r".into(),
+            state_id: Uuid(9),
+            state_type: StateType::Pending,
+            state_name: "Pending".into(),
+            state_timestamp: 1,
+            expected_start: 1,
+            next_scheduled_start: None,
+            start: None,
+            end: None,
+            total_run_time: 0,
+            run_count: 0,
+            created: 1,
+            updated: 1,
+            tags: vec![],
+            parameters: vec![],
+        };
+        let Value::Map(mut m) = cbor::decode_owned(&encode(&Record::Run(run.clone()))).unwrap()
+        else {
+            panic!("not a map")
+        };
+        let mut old = Map::new();
+        old.insert("region", text("eu"));
+        old.insert("batch", text("7"));
+        m.insert("parameters", Value::Map(old));
+        let bytes = cbor::to_vec(&Value::Map(m));
+        let back = decode(RUN_NSID, &run.id.to_string(), &bytes).unwrap();
+        let want = vec![
+            ("batch".to_owned(), "\"7\"".to_owned()),
+            ("region".to_owned(), "\"eu\"".to_owned()),
+        ];
+        assert_eq!(
+            back,
+            Some(Record::Run(FlowRun {
+                parameters: want,
+                ..run
+            }))
+        );
     }
 
     #[test]

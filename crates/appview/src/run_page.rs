@@ -219,7 +219,7 @@ impl<'a> RunView<'a> {
         let n = p.len();
         (0..n).map(move |_| p.piece())
     }
-    /// Parameters, keys ascending.
+    /// Parameters: key and value JSON text, in the order given.
     pub fn parameters(&self) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
         let mut p = Pieces(self.text);
         p.piece();

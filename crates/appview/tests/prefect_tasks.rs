@@ -17,6 +17,10 @@
 
 #[path = "support/prefect.rs"]
 mod prefect_venv;
+// Flows with parameters of every JSON type and the flow CLI, in this
+// binary so the two Python processes run side by side.
+#[path = "support/user_params.rs"]
+mod user_params;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};

@@ -200,6 +200,85 @@ fn a_run_lives_its_lifecycle_through_prefects_routes_and_every_write_is_a_commit
 }
 
 #[test]
+fn flows_sort_every_way_and_parameters_come_back_as_prefect_writes_them() {
+    let (_dir, app, s) = start(RestConfig::default());
+    let mut ids = Vec::new();
+    for name in ["alpha", "charlie", "bravo"] {
+        let (st, f) = post(&s, "/api/flows/", json!({"name": name}));
+        assert_eq!(st, 201);
+        ids.push(f["id"].as_str().unwrap().to_owned());
+        // Distinct creation times (µs).
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let names = |sort: &str| -> Vec<String> {
+        let (st, page) = post(
+            &s,
+            "/api/flows/filter",
+            json!({"sort": sort, "limit": 15, "offset": 0}),
+        );
+        assert_eq!(st, 200, "{sort}: {page}");
+        page.as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names("NAME_ASC"), ["alpha", "bravo", "charlie"]);
+    assert_eq!(names("NAME_DESC"), ["charlie", "bravo", "alpha"]);
+    assert_eq!(names("CREATED_DESC"), ["bravo", "charlie", "alpha"]);
+    assert_eq!(names("UPDATED_DESC"), ["bravo", "charlie", "alpha"]);
+    let (_, page) = post(
+        &s,
+        "/api/flows/filter",
+        json!({"sort": "CREATED_DESC", "offset": 1, "limit": 1, "flows": {"id": {"any_": [ids[0], ids[1]]}}}),
+    );
+    assert_eq!(page[0]["name"], "alpha", "{page}");
+    let (st, e) = post(&s, "/api/flows/filter", json!({"sort": "ID_DESC"}));
+    assert_eq!(
+        (
+            st,
+            &e["exception_detail"][0]["loc"],
+            &e["exception_detail"][0]["type"]
+        ),
+        (422, &json!(["body", "sort"]), &json!("enum"))
+    );
+
+    // Sent as Python's client writes them; given back as Prefect's server
+    // writes them (key order kept, floats as repr, UTF-8 as is).
+    let sent = format!(
+        r#"{{"flow_id": "{}", "parameters": {{"n": 3, "x": 1e5, "tiny": 1e-05, "ok": true, "none": null, "xs": [1, 2.5, "a"], "d": {{"z": 1, "a": {{"q": [ ]}}}}, "\u00e9": "\u00e9\u0001"}}}}"#,
+        ids[0]
+    );
+    let given = r#""parameters":{"n":3,"x":100000.0,"tiny":1e-05,"ok":true,"none":null,"xs":[1,2.5,"a"],"d":{"z":1,"a":{"q":[]}},"é":"é\u0001"}"#;
+    let head = format!(
+        "POST /api/flow_runs/ HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        sent.len()
+    );
+    let (st, created) = raw(&s, &head, sent.as_bytes());
+    assert_eq!(st, 201, "{created}");
+    assert!(created.contains(given), "{created}");
+    let id = serde_json::from_str::<Value>(&created).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (st, read) = raw(
+        &s,
+        &format!("GET /api/flow_runs/{id} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"),
+        b"",
+    );
+    assert_eq!(st, 200);
+    assert!(read.contains(given), "{read}");
+    let (_, page) = post(&s, "/api/flow_runs/filter", json!({}));
+    assert_eq!(
+        page[0]["parameters"],
+        json!({"n": 3, "x": 100000.0, "tiny": 1e-05, "ok": true, "none": null,
+               "xs": [1, 2.5, "a"], "d": {"z": 1, "a": {"q": []}}, "é": "é\u{1}"})
+    );
+    assert_eq!(*app.index(), app.rebuild_index().unwrap());
+    s.shutdown();
+}
+
+#[test]
 fn requests_outside_the_subset_are_refused_in_prefects_shapes() {
     let (_dir, _app, s) = start(RestConfig::default());
     let (st, e) = post(&s, "/api/flow_runs/filter", json!({"sort": "BOGUS"}));
@@ -286,6 +365,29 @@ fn requests_outside_the_subset_are_refused_in_prefects_shapes() {
         call(&s, "GET", "/api/flow_runs/filter", None),
         (405, json!({"detail": "Method Not Allowed"}))
     );
+    // The areas outside the subset: 404 in Prefect's shape, naming them.
+    for (method, path, name) in [
+        ("POST", "/api/deployments/filter", "Deployments"),
+        ("GET", "/api/work_pools/default", "Work pools"),
+        ("POST", "/api/work_queues/filter", "Work queues"),
+        ("POST", "/api/automations/filter", "Automations"),
+        ("POST", "/api/block_documents/filter", "Blocks"),
+        ("GET", "/api/variables/name/x", "Variables"),
+        (
+            "POST",
+            "/api/v2/concurrency_limits/filter",
+            "Concurrency limits",
+        ),
+        ("POST", "/api/artifacts/", "Artifacts"),
+    ] {
+        let (st, e) = call(&s, method, path, Some(&json!({})));
+        assert_eq!(st, 404, "{path}");
+        let detail = e["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with(&format!("{name} are not served")),
+            "{detail}"
+        );
+    }
     s.shutdown();
 }
 

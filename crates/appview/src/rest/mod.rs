@@ -10,14 +10,29 @@
 //! | `GET /api/health` | `true` |
 //! | `GET /api/admin/version` | the Prefect API version followed ([`routes::API_VERSION`]) |
 //! | `POST /api/flows/` | the flow of that name (200) or a new one (201) |
-//! | `POST /api/flows/filter` | flows by name ascending (`flows.id.any_`, `limit`, `offset`) |
-//! | `POST /api/flow_runs/` | a new run, PENDING (201) |
+//! | `GET /api/flows/{id}` | the flow, or 404 `Flow not found` |
+//! | `POST /api/flows/filter` | flows: `flows.id.any_`, every `sort` (`CREATED_DESC`, `UPDATED_DESC`, `NAME_ASC`, `NAME_DESC`), `limit`, `offset` |
+//! | `POST /api/flow_runs/` | a new run, PENDING (201); parameters of any JSON type, given back in Prefect's text ([`crate::params`]) |
 //! | `GET /api/flow_runs/{id}` | the run with its state, or 404 `Flow run not found` |
 //! | `POST /api/flow_runs/{id}/set_state` | the orchestration result: `ACCEPT` (201) or `ABORT` (200) |
 //! | `POST /api/flow_runs/filter` | runs: `flow_runs.state.type.any_`, `flows.id.any_`, `start_time`/`expected_start_time`/`end_time` `after_`/`before_`, every `sort`, `limit` (default and maximum 200), `offset` |
 //! | `POST /api/flow_runs/count` | the count of the same filter, a bare integer |
-//!
 //! | `/api/task_runs/...`, `GET /api/events/in` (WebSocket), `POST /api/events/filter` | task runs and events: `task_runs`, `events` |
+//!
+//! Not served, each answered 404 with a `detail` naming it, under every
+//! path and method of its prefix (module `unserved`, which says what
+//! Prefect's client does with the answer):
+//!
+//! | area | paths under `/api/` | what Prefect 3.9.1's client does |
+//! |---|---|---|
+//! | deployments | `deployments/` | `prefect deployment ls` exits 1, quoting the detail; `prefect deployment inspect NAME`: `Deployment 'NAME' not found!` |
+//! | work pools | `work_pools/` | `prefect work-pool ls` exits 1, quoting the detail |
+//! | work queues | `work_queues/` | `prefect work-queue ls` exits 1, quoting the detail |
+//! | automations | `automations/` | `prefect automation ls` exits 1, quoting the detail |
+//! | blocks | `block_documents/`, `block_types/`, `block_schemas/`, `block_capabilities/` | `Block.load(name)` raises `ValueError: Unable to find block document named ...` |
+//! | variables | `variables/` | `Variable.get(name, default=d)` returns `d`; `prefect variable ls` exits 1 |
+//! | concurrency limits | `concurrency_limits/`, `v2/concurrency_limits/` | `prefect concurrency-limit ls` exits 1; a flow taking a slot (`concurrency("db")`) ends FAILED: `ConcurrencySlotAcquisitionError` quoting the detail |
+//! | artifacts | `artifacts/` | a flow calling `create_markdown_artifact` ends FAILED on the error |
 //!
 //! Anything else is refused as Prefect would: 404 `Not Found` for another
 //! path, 405 for another method, 422 in Prefect's validation shape naming
@@ -37,6 +52,7 @@ mod server;
 mod task_filter;
 mod task_runs;
 pub mod time;
+mod unserved;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

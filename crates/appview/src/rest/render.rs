@@ -147,18 +147,11 @@ pub fn run(out: &mut String, r: RunView<'_>, st: Option<&FlowRunState>, now: i64
     uuid(out, r.state_id());
     out.push_str(
         ",\"deployment_id\":null,\"deployment_version\":null,\"work_queue_id\":null,\
-         \"work_queue_name\":null,\"flow_version\":null,\"parameters\":{",
+         \"work_queue_name\":null,\"flow_version\":null,\"parameters\":",
     );
-    for (i, (k, v)) in r.parameters().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        string(out, k);
-        out.push(':');
-        string(out, v);
-    }
+    crate::params::push_object(out, r.parameters());
     out.push_str(
-        "},\"idempotency_key\":null,\"context\":{},\"empirical_policy\":{\"max_retries\":0,\
+        ",\"idempotency_key\":null,\"context\":{},\"empirical_policy\":{\"max_retries\":0,\
          \"retry_delay_seconds\":0.0,\"retries\":null,\"retry_delay\":null,\"pause_keys\":[],\
          \"resuming\":false,\"retry_type\":null},\"tags\":",
     );

@@ -24,7 +24,7 @@ pub use crate::rest::reply::Reply;
 use crate::rest::request::{self, PageError};
 use crate::rest::task_runs::{self, TaskRoute};
 use crate::rest::time;
-use crate::rest::{events, task_filter};
+use crate::rest::{events, task_filter, unserved};
 use crate::run_page::RunPage;
 use crate::uuid::Uuid;
 
@@ -100,6 +100,9 @@ fn respond_task(app: &AppView, route: TaskRoute, text: &[u8]) -> Reply {
 pub fn route(method: &str, path: &str) -> Result<Route, Reply> {
     let path = path.split_once('?').map_or(path, |(p, _)| p);
     let rest = path.strip_prefix("/api/").ok_or_else(not_found)?;
+    if let Some(area) = unserved::area(rest) {
+        return Err(unserved::reply(area));
+    }
     let (want, r) = match rest {
         "health" => ("GET", Route::Health),
         "admin/version" => ("GET", Route::Version),
@@ -188,7 +191,7 @@ pub fn respond(app: &AppView, route: Route, text: &[u8]) -> Reply {
             Ok(f) => create_flow(app, f),
             Err(e) => Reply::invalid(&e, &body),
         },
-        Route::CreateRun => match request::flow_run_create(&body) {
+        Route::CreateRun => match request::flow_run_create(&body, text) {
             Ok(r) => {
                 let reply = create_run(app, r);
                 task_runs::link_subflow(app, &body, reply.status, &reply.body).unwrap_or(reply)
@@ -243,7 +246,9 @@ pub fn respond(app: &AppView, route: Route, text: &[u8]) -> Reply {
         },
         Route::ReadFlows => match request::flows_read(&body) {
             Ok(q) => {
-                let flows = app.index().flow_page(q.ids.as_deref(), q.offset, q.limit);
+                let flows = app
+                    .index()
+                    .flow_page(q.ids.as_deref(), q.sort, q.offset, q.limit);
                 let mut out = String::with_capacity(160 * flows.len() + 2);
                 render::flows(&mut out, flows.iter().map(|f| &**f));
                 Reply::json(200, out)

@@ -68,15 +68,49 @@ mod tests {
                 before: Some(2_000_000)
             }
         );
-        let e = flow_run_create(
-            &json!({"flow_id": "00000000-0000-0000-0000-000000000001", "bogus": 1}),
-        )
-        .unwrap_err();
+        let body = json!({"flow_id": "00000000-0000-0000-0000-000000000001", "bogus": 1});
+        let e = flow_run_create(&body, body.to_string().as_bytes()).unwrap_err();
         assert_eq!(
             (e.kind, e.loc),
             (
                 "extra_forbidden",
                 vec![Loc::Key("body"), Loc::Name("bogus".into())]
+            )
+        );
+    }
+
+    #[test]
+    fn parameters_of_any_json_type_are_kept_in_order() {
+        let body = br#"{"flow_id": "00000000-0000-0000-0000-000000000001",
+            "parameters": {"n": 3, "x": 1.0, "ok": false, "xs": [1, "a"], "d": {"k": null}}}"#;
+        let v: Value = serde_json::from_slice(body).unwrap();
+        let r = flow_run_create(&v, body).unwrap();
+        let got: Vec<(&str, &str)> = r
+            .parameters
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("n", "3"),
+                ("x", "1.0"),
+                ("ok", "false"),
+                ("xs", "[1,\"a\"]"),
+                ("d", "{\"k\":null}")
+            ]
+        );
+        let big = format!(
+            "{{\"flow_id\": \"00000000-0000-0000-0000-000000000001\", \"parameters\": {{\"s\": \"{}\"}}}}",
+            "x".repeat(crate::params::MAX_BYTES)
+        );
+        let v: Value = serde_json::from_str(&big).unwrap();
+        let e = flow_run_create(&v, big.as_bytes()).unwrap_err();
+        assert_eq!(
+            (e.kind, e.loc),
+            (
+                "value_error",
+                vec![Loc::Key("body"), Loc::Key("parameters")]
             )
         );
     }
@@ -159,7 +193,7 @@ mod tests {
             let _ = runs_count(&v);
             let _ = flows_read(&v);
             let _ = flow_create(&v);
-            let _ = flow_run_create(&v);
+            let _ = flow_run_create(&v, v.to_string().as_bytes());
             let _ = set_state(&v);
         }
     }

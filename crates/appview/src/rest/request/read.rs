@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use super::fields::{
     At, Invalid, Res, datetime, field, keys, list, object, read_body, state_type, unused, uuid,
 };
-use crate::filter::{Bounds, RunFilter, RunSort};
+use crate::filter::{Bounds, FlowSort, RunFilter, RunSort};
 use crate::uuid::Uuid;
 
 /// A page's `limit` and `offset`: Prefect's default and maximum limit is
@@ -217,10 +217,11 @@ pub fn runs_count(v: &Value) -> Res<RunFilter> {
     filters(m, &at)
 }
 
-/// `POST /flows/filter`: flows by name ascending (the only sort this
-/// server answers; Prefect's default).
+/// `POST /flows/filter`: flows in one of Prefect's `FlowSort` orders.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowsRead {
+    /// The order.
+    pub sort: FlowSort,
     /// Only these flows.
     pub ids: Option<Vec<Uuid>>,
     /// At most this many.
@@ -234,32 +235,19 @@ pub fn flows_read(v: &Value) -> Result<FlowsRead, PageError> {
     let at = At::BODY;
     let empty = Map::new();
     let m = read_body(v, &empty, &at)?;
-    match field(m, "sort") {
-        None => {}
-        Some(Value::String(s)) if s == "NAME_ASC" => {}
-        Some(s @ Value::String(name))
-            if ["CREATED_DESC", "UPDATED_DESC", "NAME_DESC"].contains(&name.as_str()) =>
-        {
-            return Err(at
-                .key("sort")
-                .bad(
-                    "not_supported",
-                    "this server sorts flows by NAME_ASC only",
-                    s,
-                )
-                .into());
-        }
-        Some(s) => {
-            return Err(at
-                .key("sort")
-                .bad(
+    let sort = match field(m, "sort") {
+        None => FlowSort::default(),
+        Some(s) => s
+            .as_str()
+            .and_then(|name| FlowSort::ALL.into_iter().find(|f| f.as_str() == name))
+            .ok_or_else(|| {
+                at.key("sort").bad(
                     "enum",
                     "Input should be 'CREATED_DESC', 'UPDATED_DESC', 'NAME_ASC' or 'NAME_DESC'",
                     s,
                 )
-                .into());
-        }
-    }
+            })?,
+    };
     let (limit, offset) = paging(m, &at)?;
     let f = filters(m, &at)?;
     if f != (RunFilter {
@@ -276,6 +264,7 @@ pub fn flows_read(v: &Value) -> Result<FlowsRead, PageError> {
             .into());
     }
     Ok(FlowsRead {
+        sort,
         ids: f.flows,
         limit,
         offset,

@@ -8,6 +8,7 @@ use super::fields::{
     At, Res, boolean, field, keys, list, object, required, state_type, string, unused, uuid,
 };
 use crate::model::StateType;
+use crate::params;
 use crate::uuid::Uuid;
 
 /// `POST /flows/`.
@@ -88,14 +89,16 @@ pub struct FlowRunCreate {
     pub name: Option<String>,
     /// Tags.
     pub tags: Vec<String>,
-    /// Parameters (string values).
+    /// Parameters: key and value JSON text, in the order sent
+    /// (`crate::params`).
     pub parameters: Vec<(String, String)>,
 }
 
-/// Parses `POST /flow_runs/`. The run starts PENDING (a `state` of another
-/// type, or another name, is refused: this server creates runs PENDING,
-/// its model's first state).
-pub fn flow_run_create(v: &Value) -> Res<FlowRunCreate> {
+/// Parses `POST /flow_runs/` from its value tree `v` and its text `body`
+/// (the parameters are read from the text, which keeps their order). The
+/// run starts PENDING (a `state` of another type, or another name, is
+/// refused: this server creates runs PENDING, its model's first state).
+pub fn flow_run_create(v: &Value, body: &[u8]) -> Res<FlowRunCreate> {
     let at = At::BODY;
     let m = object(v, &at)?;
     keys(
@@ -170,16 +173,12 @@ pub fn flow_run_create(v: &Value) -> Res<FlowRunCreate> {
     let mut parameters = Vec::new();
     if let Some(p) = field(m, "parameters") {
         let pat = at.key("parameters");
-        for (k, v) in object(p, &pat)? {
-            let s = v.as_str().ok_or_else(|| {
-                pat.name(k).bad(
-                    "not_supported",
-                    "this server stores string parameter values only",
-                    v,
-                )
-            })?;
-            parameters.push((k.clone(), s.to_owned()));
-        }
+        object(p, &pat)?;
+        // Prefect's refusal of a too large object is a `value_error` of
+        // the field.
+        parameters = params::from_body(body)
+            .map_err(|e| pat.bad("value_error", format!("Value error, {e}"), p))?
+            .unwrap_or_default();
     }
     Ok(FlowRunCreate {
         flow_id,
