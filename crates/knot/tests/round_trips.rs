@@ -119,6 +119,14 @@ fn noop_fetch_of_many_refs_is_one_request() {
     assert_eq!(sb.rev(&b, "origin/topic"), c2);
     assert!(moved > 2, "a moved commit lists the refs: {moved} requests");
     assert!(fetch_requests(&sb, &proxy, &b) <= 2);
+    // And its delete.
+    sb.git(&a, &["push", "-q", "origin", ":refs/heads/topic"]);
+    sb.git(&b, &["fetch", "-q", "--prune", "origin"]);
+    assert!(
+        sb.try_git(&b, &["rev-parse", "-q", "--verify", "origin/topic"])
+            .stdout
+            .is_empty()
+    );
 
     // A state without `refs_commit` (an older knot's) lists again, then
     // the fetches after it are one request again.
