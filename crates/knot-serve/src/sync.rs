@@ -1,7 +1,11 @@
-//! Keeping the mirror up to date from the ref records. A check is one
-//! `listRecords` of the repository's ref collection (one page up to 100
-//! refs), compared with the CIDs seen last time; only when a record
-//! changed, appeared or went away does a fetch run.
+//! Keeping the mirror up to date from the ref records. A check first
+//! asks the account's latest commit (`sync.getLatestCommit`, one
+//! request): while it is the one asked before the last listing, nothing
+//! was written and the check ends there, whatever the ref count. When it
+//! moved, the refs are listed (`listRecords`, a page per 100 refs) and
+//! compared with the CIDs seen last time; only when a record changed,
+//! appeared or went away does a fetch run. The commit is asked before
+//! the listing, so a write between the two is seen by the next check.
 //!
 //! The fetch is knot's own ([`knot::fetch`]: only the packs the
 //! mirror lacks, each part checked against its CID, streamed into `git
@@ -36,6 +40,8 @@ pub struct Syncer {
     helper: PathBuf,
     /// Ref name → record CID, as of the last successful fetch.
     seen: Option<BTreeMap<String, String>>,
+    /// The account's commit asked before the listing `seen` matched.
+    seen_commit: Option<String>,
 }
 
 /// Creates a bare repository at `dir` unless one is there.
@@ -71,11 +77,21 @@ impl Syncer {
             mirror: mirror.to_owned(),
             helper: helper.to_owned(),
             seen: None,
+            seen_commit: None,
         })
     }
 
     /// One check; fetches when something changed.
     pub async fn check(&mut self) -> Result<SyncOutcome> {
+        let latest = self.remote.latest_commit_or_none().await;
+        if let (Some(l), Some(seen), Some(refs)) = (&latest, &self.seen_commit, &self.seen)
+            && l == seen
+        {
+            return Ok(SyncOutcome {
+                changed: false,
+                refs: refs.len(),
+            });
+        }
         let refs = self.remote.read_refs().await?;
         let now: BTreeMap<String, String> = refs
             .iter()
@@ -83,6 +99,8 @@ impl Syncer {
             .collect();
         let n = now.len();
         if self.seen.as_ref() == Some(&now) {
+            // Another record of the account moved the commit.
+            self.seen_commit = latest;
             return Ok(SyncOutcome {
                 changed: false,
                 refs: n,
@@ -109,6 +127,7 @@ impl Syncer {
             )));
         }
         self.seen = Some(now);
+        self.seen_commit = latest;
         Ok(SyncOutcome {
             changed: true,
             refs: n,

@@ -162,6 +162,32 @@ fn mirror_follows_the_ref_records() {
             .await;
         p.set_ref("refs/heads/feature/x", c2, None, &[(&first, c2)])
             .await;
+        // 150 tags in one applyWrites: the listing is two pages, the
+        // idle check still one request (issue 55).
+        let writes: Vec<Value> = (0..150)
+            .map(|i| {
+                let name = format!("refs/tags/v{i:03}");
+                let rec = RefRecord {
+                    repo: "demo".into(),
+                    name: name.clone(),
+                    target: c2.into(),
+                    previous: None,
+                    packs: vec![PackEntry {
+                        pack: first.clone(),
+                        tip: c2.into(),
+                    }],
+                };
+                json!({"$type": "com.atproto.repo.applyWrites#create", "collection": REF_NSID,
+                       "rkey": ref_rkey("demo", &name), "value": rec.to_value()})
+            })
+            .collect();
+        p.x.procedure(
+            "com.atproto.repo.applyWrites",
+            &json!({"repo": p.did, "writes": writes}),
+            Some(&p.token),
+        )
+        .await
+        .unwrap();
 
         let proxy = LatencyProxy::start(pds.addr(), Duration::ZERO).unwrap();
         let mirror = f.dir.path().join("served.git");
@@ -171,7 +197,7 @@ fn mirror_follows_the_ref_records() {
         let mut s = Syncer::open(&url, &mirror, helper).await.unwrap();
         let o = s.check().await.unwrap();
         assert!(o.changed);
-        assert_eq!(o.refs, 2);
+        assert_eq!(o.refs, 152);
 
         let app = App::open("demo", &mirror, Limits::default()).unwrap();
         let home = text(&app.handle("/").unwrap().body);
@@ -180,12 +206,27 @@ fn mirror_follows_the_ref_records() {
         let refs = text(&app.handle("/refs").unwrap().body);
         assert!(refs.contains("refs/heads/feature/x"), "{refs}");
 
-        // Nothing changed: one listRecords and nothing else.
+        // Nothing changed: one getLatestCommit and nothing else.
         proxy.take();
         let o = s.check().await.unwrap();
         assert!(!o.changed);
         let st = proxy.take();
         assert_eq!((st.requests, st.round_trips), (1, 1), "{st:?}");
+        // Another record of the account moves its commit: the refs are
+        // listed (two pages), found unchanged, and the next idle check
+        // is one request again.
+        p.put(
+            REPO_NSID,
+            "demo",
+            repo_rec.to_value("2026-12-05T00:00:01.000Z"),
+        )
+        .await;
+        let o = s.check().await.unwrap();
+        assert!(!o.changed);
+        assert_eq!(o.refs, 152);
+        assert_eq!(proxy.take().requests, 3);
+        s.check().await.unwrap();
+        assert_eq!(proxy.take().requests, 1);
 
         // A push: a new commit, its pack against the old tip, the ref
         // record moved. The same App sees it.

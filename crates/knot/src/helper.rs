@@ -4,9 +4,14 @@
 //!
 //! `list for-push` answers from the warm state when there is one (the ref
 //! writes that follow are compare-and-swaps on the cached CIDs, so a
-//! stale answer costs a retry, never a lost update); `list` always reads
-//! the refs (one request), and the repository record (HEAD) when it is
-//! not cached.
+//! stale answer costs a retry, never a lost update). Otherwise, and for
+//! every `list`, the helper asks the account's latest commit
+//! (`sync.getLatestCommit`, one request) and lists the refs only when it
+//! is not the commit asked before the cached listing
+//! (`Remote::refs_at`): a no-op fetch is one request whatever the ref
+//! count, and any write in the account, another writer's included, makes
+//! the next one list. The repository record (HEAD) is read, beside the
+//! commit, when it is not cached.
 //!
 //! `HEAD` is handled as git's own transports handle it: `list` names it
 //! (as `upload-pack` advertises it), `list for-push` does not (as
@@ -143,18 +148,34 @@ pub fn run(url: &str, input: impl BufRead, output: &mut impl Write) -> Result<Ex
             let for_push = line == "list for-push";
             let r = remote!();
             let text = rt.block_on(async {
-                let refs = match (r.state.fresh_refs(), for_push) {
-                    (Some(c), true) => c.clone(),
-                    _ => r.read_refs().await?,
-                };
-                let head = match r
+                let cached = r.state.fresh_refs().filter(|_| for_push).cloned();
+                let known = r
                     .state
                     .repo
                     .clone()
-                    .filter(|h| h.head.is_some() || for_push)
-                {
-                    Some(h) => h,
-                    None => r.read_repo().await?,
+                    .filter(|h| h.head.is_some() || for_push);
+                // The account's commit, and the repository record when it
+                // is not cached, in one round trip before any listing.
+                let ro: &Remote = r;
+                let (latest, head) = tokio::join!(
+                    async {
+                        match cached {
+                            Some(_) => None,
+                            None => ro.latest_commit_or_none().await,
+                        }
+                    },
+                    async {
+                        match known {
+                            Some(h) => Ok(h),
+                            None => ro.repo_record().await,
+                        }
+                    }
+                );
+                let head = head?;
+                r.state.repo = Some(head.clone());
+                let refs = match cached {
+                    Some(c) => c,
+                    None => r.refs_at(latest).await?,
                 };
                 r.save().await?;
                 let mut s = String::new();

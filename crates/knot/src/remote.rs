@@ -258,6 +258,34 @@ impl Remote {
         Ok(out)
     }
 
+    /// The refs as of now, given `latest`, the account's latest commit
+    /// asked *before* this call: the cached listing when it was taken at
+    /// that same commit (no request: nothing was written since), else a
+    /// new listing, recorded as taken at `latest`. A write between asking
+    /// and listing leaves the recorded commit older than the listing, so
+    /// the next call lists again: a moved ref is never missed. `None`
+    /// (the server did not say) always lists.
+    pub async fn refs_at(&mut self, latest: Option<String>) -> Result<BTreeMap<String, CachedRef>> {
+        if let (Some(l), Some(seen), Some(refs)) =
+            (&latest, &self.state.refs_commit, &self.state.refs)
+            && l == seen
+        {
+            // Checked now: as good as a listing for the push's TTL.
+            let refs = refs.clone();
+            self.state.refs_read_at = Some(state::unix_now());
+            return Ok(refs);
+        }
+        let out = self.read_refs().await?;
+        self.state.refs_commit = latest;
+        Ok(out)
+    }
+
+    /// [`Remote::latest_commit`], `None` when the server would not answer
+    /// it (the caller then lists, as it did before asking).
+    pub async fn latest_commit_or_none(&self) -> Option<String> {
+        self.latest_commit().await.ok()
+    }
+
     /// Every ref record of the repository, read now (the cache is left
     /// as it is: [`Remote::read_refs`] refreshes it).
     pub async fn list_refs(&self) -> Result<BTreeMap<String, CachedRef>> {
@@ -354,14 +382,19 @@ impl Remote {
 
     /// The repository record; refreshes the cache.
     pub async fn read_repo(&mut self) -> Result<CachedRepo> {
-        let r = match self.get_record(REPO_NSID, &self.repo).await? {
+        let r = self.repo_record().await?;
+        self.state.repo = Some(r.clone());
+        Ok(r)
+    }
+
+    /// The repository record, read now (the cache is left as it is).
+    pub async fn repo_record(&self) -> Result<CachedRepo> {
+        Ok(match self.get_record(REPO_NSID, &self.repo).await? {
             Some((_, v)) => CachedRepo {
                 head: Some(RepoRecord::from_value(v)?.head),
             },
             None => CachedRepo { head: None },
-        };
-        self.state.repo = Some(r.clone());
-        Ok(r)
+        })
     }
 
     /// One ref record, read now.

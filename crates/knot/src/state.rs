@@ -7,6 +7,9 @@
 //!
 //! A stale cache is never trusted for a write: every ref write is a
 //! compare-and-swap on the cached record CID, and a failed swap re-reads.
+//! It is trusted for a read only while the account's latest commit is the
+//! one asked before the listing (`refs_commit`): any write anywhere in the
+//! account makes a new commit.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -67,6 +70,13 @@ pub struct State {
     /// When `refs` was last listed (unix seconds).
     #[serde(default)]
     pub refs_read_at: Option<u64>,
+    /// The account's latest commit (`sync.getLatestCommit`'s CID) asked
+    /// *before* `refs` was last listed: while the account is still at
+    /// it, nothing was written since and `refs` is the repository's
+    /// (`Remote::refs_now`). `None` (a state of an older knot, or a
+    /// listing made without asking) means "list again".
+    #[serde(default)]
+    pub refs_commit: Option<String>,
 }
 
 /// How long a listing of the refs is trusted for a push (seconds;
