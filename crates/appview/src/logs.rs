@@ -6,9 +6,10 @@
 //! (a flow of ten tasks writes dozens), nothing orchestrates on it, and
 //! nothing else reads it but `/logs/filter`. As records, every batch
 //! would be a signed commit growing the MST and the firehose by one
-//! record per line, and a run's lines would be read back by decoding
-//! records; `appview.logs_write/repo/batch-100` against
-//! `appview.logs_write/sqlite/batch-100` measures what that costs.
+//! record per line, queued behind the store's one writer with the flow
+//! runs' state changes, and a run's lines could be read back only through
+//! an index of their own; `appview.logs_write/repo/batch-100` against
+//! `appview.logs_write/sqlite/batch-100` measures the write alone.
 //! A jss0 segment (`crates/segment`) is an archive of sealed, columnar,
 //! compressed blocks, written behind a torn-tail recovery: a fit for
 //! cold replay, not for a batch that must be durable and readable by run
