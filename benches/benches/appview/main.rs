@@ -14,6 +14,9 @@
 //! every pattern's page is checked equal on both backends at both tiers,
 //! and the live index equal to one rebuilt from the repository.
 //!
+//! `logs.rs`: how the appview keeps Prefect's log lines, a SQLite table
+//! beside the store against records in its repository.
+//!
 //! `rest.rs`: the same patterns end to end through REST on the appview's
 //! Prefect-compatible server and, under `BENCH_PEERS=1`, on the Prefect
 //! server itself (SQLite and PostgreSQL; a few more minutes for its
@@ -23,6 +26,7 @@ use benches::target::{BenchTarget, Budget};
 
 mod fixtures;
 mod index_ops;
+mod logs;
 mod read;
 mod rest;
 mod write;
@@ -36,6 +40,10 @@ fn main() {
         },
     );
     let dir = benches::sidecar::scratch_dir("appview");
+    // Before the fixtures: the log rows need none of them.
+    if target.may_run("appview.logs_write") || target.may_run("appview.logs_read") {
+        logs::run(&mut target, dir.path());
+    }
     let fx = fixtures::build(dir.path());
     benches::sidecar::context(
         "appview",
