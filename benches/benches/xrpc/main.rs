@@ -29,7 +29,8 @@
 //! - `space.*` (`spaces/`): the permissioned-data slice, each operation in
 //!   process (the `space` library) and over HTTP on a server of its own,
 //!   beside the public repo's equivalent (`BENCH_QUICK=1 cargo bench
-//!   --features bench-internals --bench xrpc -- space`).
+//!   --features bench-internals --bench xrpc -- space.`; the dot keeps
+//!   the other groups' fixtures unbuilt).
 //!
 //! Under `BENCH_PEERS=1` (not in `--test` runs) the official PDS runs as a
 //! whole server too (`peer.rs`, `benches::official_pds`), seeded alike, and
