@@ -66,6 +66,9 @@ impl Conn {
         if let Some(token) = &req.token {
             builder = builder.header("authorization", token.as_str());
         }
+        for (name, value) in &req.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
         if !body.is_empty() {
             let mime = req.content_type.as_deref().unwrap_or("application/json");
             builder = builder.header("content-type", mime);
@@ -114,6 +117,8 @@ pub struct Call {
     pub host: Option<String>,
     /// The body's MIME type when it is not JSON (`uploadBlob`).
     pub content_type: Option<String>,
+    /// Other request headers (`Range`, `Accept`, `Atproto-Space-Mac`).
+    pub headers: Vec<(String, String)>,
 }
 
 impl Call {
@@ -125,6 +130,7 @@ impl Call {
             token: None,
             host: None,
             content_type: None,
+            headers: Vec::new(),
         }
     }
 
@@ -148,6 +154,12 @@ impl Call {
     /// The same call with a body of MIME type `mime`.
     pub fn content_type(mut self, mime: &str) -> Call {
         self.content_type = Some(mime.to_owned());
+        self
+    }
+
+    /// The same call with one more header.
+    pub fn header(mut self, name: &str, value: &str) -> Call {
+        self.headers.push((name.to_owned(), value.to_owned()));
         self
     }
 

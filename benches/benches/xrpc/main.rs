@@ -25,7 +25,12 @@
 //! - `xrpc.websocket_churn` (`churn.rs`): cohorts of subscribers up to the
 //!   connection limit, opened and closed;
 //! - `xrpc.startup` (`startup.rs`): the release `atpds` binary launched as
-//!   a subprocess until its first healthy answer, four lanes.
+//!   a subprocess until its first healthy answer, four lanes;
+//! - `space.*` (`spaces/`): the permissioned-data slice, each operation in
+//!   process (the `space` library) and over HTTP on a server of its own,
+//!   beside the public repo's equivalent (`BENCH_QUICK=1 cargo bench
+//!   --features bench-internals --bench xrpc -- space.`; the dot keeps
+//!   the other groups' fixtures unbuilt).
 //!
 //! Under `BENCH_PEERS=1` (not in `--test` runs) the official PDS runs as a
 //! whole server too (`peer.rs`, `benches::official_pds`), seeded alike, and
@@ -46,6 +51,7 @@ mod mix;
 mod peer;
 mod routes;
 mod seed;
+mod spaces;
 mod startup;
 
 /// CPU time of one scrypt hash at the server's default cost (N = 2^log_n,
@@ -75,8 +81,8 @@ fn main() {
     let mut target = BenchTarget::new(
         "xrpc",
         Budget {
-            full_min: 4.0,
-            quick_min: 1.5,
+            full_min: 5.5,
+            quick_min: 2.5,
         },
     );
     let dir = benches::sidecar::scratch_dir("xrpc");
@@ -137,6 +143,9 @@ fn main() {
     }
     if target.may_run("xrpc.startup") {
         startup::run(&mut target, dir.path());
+    }
+    if spaces::may_run(&target) {
+        spaces::run(&mut target, dir.path());
     }
     target.finish();
 }

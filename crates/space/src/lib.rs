@@ -30,6 +30,23 @@
 //! | [`star`] | STAR v1 framing |
 //! | [`envelope`] | the two eras' getRepo and response authentication |
 //! | `uri` | space-refs and record URIs |
+//!
+//! **Locks: no operation holds the writer lock while it reads or
+//! materialises a blob.** One writer connection behind a mutex serves the
+//! writes: createSpace, the member changes and deleteSpace (one statement or
+//! one short transaction each), and a write batch (one IMMEDIATE
+//! transaction: previous CIDs, row writes, the expansions of removed
+//! elements, COMMIT; decoding, hashing and added elements' expansions run
+//! before the mutex). No write reads blob bytes: a record's blob references
+//! are taken from its value before the mutex. Every read takes a pooled
+//! reader connection and never the writer mutex (the pool's own mutex only
+//! to pop or return a connection): getRecord and listRecords one query,
+//! listRepoOps and getRepo one read transaction (E2 collects the records,
+//! then signs after the transaction; E4 writes each row to its writer
+//! inside it). getBlob checks `space_blob_ref` on a reader here and reads
+//! the range through the store's readers (atpds). What is shared is
+//! SQLite's write lock on the file: a write batch here and a public-repo
+//! commit of the store queue on each other (busy timeout 5 s).
 
 pub mod commit;
 pub mod envelope;

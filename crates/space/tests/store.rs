@@ -40,6 +40,24 @@ fn create_space_and_refusals() {
         s.repo_state(&sp, "did:plc:nobody"),
         Err(SpaceError::RepoNotFound { .. })
     ));
+    // The reads that resolve the repo in one join tell the misses apart.
+    assert!(matches!(
+        s.get_record(&sp, "did:plc:nobody", COLL, "x"),
+        Err(SpaceError::RepoNotFound { .. })
+    ));
+    assert!(matches!(
+        s.list_records(&sp, "did:plc:nobody", &Default::default()),
+        Err(SpaceError::RepoNotFound { .. })
+    ));
+    s.delete_space(&other).unwrap();
+    assert!(matches!(
+        s.get_record(&other, OWNER, COLL, "x"),
+        Err(SpaceError::SpaceNotFound(_))
+    ));
+    assert!(matches!(
+        s.list_records(&other, OWNER, &Default::default()),
+        Err(SpaceError::SpaceNotFound(_))
+    ));
 }
 
 #[test]
