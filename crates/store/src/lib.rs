@@ -136,6 +136,7 @@
 
 mod accounts;
 mod batch;
+mod blob_refs;
 mod blobs;
 mod checkpoint;
 mod cid_cache;
@@ -158,6 +159,7 @@ mod read;
 mod render;
 mod rows;
 mod schema;
+mod sweep;
 mod sync;
 mod types;
 mod vfs;
@@ -188,6 +190,7 @@ pub use read::{AccountCounts, RepoBlocks};
 
 pub use migrations::SCHEMA_VERSION;
 pub use schema::StartupReport;
+pub use sweep::{Sweep, Swept};
 pub use types::*;
 
 use batch::Task;

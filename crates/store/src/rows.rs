@@ -41,7 +41,9 @@ const SQL_PROMOTE_FIRST: &str = "UPDATE records SET cid_dup = 0 WHERE did = ?1 A
      (SELECT collection, rkey FROM records INDEXED BY records_cid WHERE did = ?1 AND cid = ?2 \
      ORDER BY collection, rkey LIMIT 1) AND cid_dup = 1";
 const SQL_DEL_RECORD: &str = "DELETE FROM records WHERE did = ?1 AND collection = ?2 AND rkey = ?3";
-const SQL_DEL_RECORD_BLOBS: &str = "DELETE FROM record_blobs WHERE did = ?1 AND record = ?2";
+/// Returns the blobs the record named, for [`crate::blob_refs::free_unnamed`].
+const SQL_DEL_RECORD_BLOBS: &str =
+    "DELETE FROM record_blobs WHERE did = ?1 AND record = ?2 RETURNING blob";
 const SQL_PUT_RECORD_BLOB: &str =
     "INSERT OR IGNORE INTO record_blobs (did, blob, record) VALUES (?1, ?2, ?3)";
 const SQL_MOVE_ROOT: &str = "UPDATE repo_root SET commit_cid = ?2, rev = ?3, data_cid = ?4, \
@@ -172,7 +174,9 @@ impl<'c> LazyStatement<'c> {
 }
 
 /// The record rows and blob references of one commit's `writes` to `did`
-/// at `rev`; `current` is each write's CID before the commit.
+/// at `rev`; `current` is each write's CID before the commit. A blob whose
+/// last reference the commit dropped is deleted (`blob_refs.rs`): only an
+/// update or delete of a record that named blobs pays for it.
 pub(crate) fn write_records(
     conn: &Connection,
     did: &str,
@@ -188,9 +192,13 @@ pub(crate) fn write_records(
     let mut promote = LazyStatement::new(conn, SQL_PROMOTE_FIRST);
     let mut del_rb = LazyStatement::new(conn, SQL_DEL_RECORD_BLOBS);
     let mut put_rb = LazyStatement::new(conn, SQL_PUT_RECORD_BLOB);
+    let mut dropped: Vec<Vec<u8>> = Vec::new();
     for (w, cur) in writes.iter().zip(current) {
         if cur.is_some() {
-            del_rb.get()?.execute(params![did, w.path])?;
+            let mut rows = del_rb.get()?.query(params![did, w.path])?;
+            while let Some(row) = rows.next()? {
+                dropped.push(row.get(0)?);
+            }
         }
         let new_cid = w.block.as_ref().map(|b| b.0);
         match &w.block {
@@ -216,6 +224,9 @@ pub(crate) fn write_records(
         {
             promote.get()?.execute(params![did, &old.to_bytes()[..]])?;
         }
+    }
+    if !dropped.is_empty() {
+        crate::blob_refs::free_unnamed(conn, did, &dropped)?;
     }
     Ok(())
 }
