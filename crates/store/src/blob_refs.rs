@@ -17,6 +17,13 @@
 //! blobs the store does not hold yet (listMissingBlobs); such a blob,
 //! once uploaded, is already named, and the sweep leaves it.
 //!
+//! Permissioned-data records (`crates/space`) name blobs too: their
+//! references live in that crate's `space_blob_ref` table in the same
+//! file, and the blobs stay in `blobs`. A blob such a row names counts as
+//! named (whichever account's space record it is: the safe side), so
+//! neither a commit nor the sweep frees it; the table is looked up by name
+//! and only when a blob is about to be freed.
+//!
 //! What this costs a commit: a write naming no blob pays nothing new (an
 //! update or delete already deleted its `record_blobs` rows, now with
 //! `RETURNING`); each blob link a create or update names costs one probe
@@ -63,6 +70,18 @@ pub(crate) fn check_uploaded(conn: &Connection, did: &str, writes: &[Prepared]) 
     Ok(())
 }
 
+const SQL_HAS_SPACE_REFS: &str =
+    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'space_blob_ref'";
+const SQL_SPACE_NAMED: &str = "SELECT 1 FROM space_blob_ref WHERE blob = ?1 LIMIT 1";
+
+/// Whether a permissioned-data record names `blob` (a CID column).
+pub(crate) fn named_by_a_space(conn: &Connection, blob: &[u8]) -> Result<bool> {
+    if !conn.prepare_cached(SQL_HAS_SPACE_REFS)?.exists([])? {
+        return Ok(false);
+    }
+    Ok(conn.prepare_cached(SQL_SPACE_NAMED)?.exists([blob])?)
+}
+
 /// Deletes each blob of `dropped` (CID columns whose `record_blobs` rows
 /// a commit just deleted, after it wrote its new ones) that no record of
 /// `did` names any more.
@@ -74,7 +93,7 @@ pub(crate) fn free_unnamed(conn: &Connection, did: &str, dropped: &[Vec<u8>]) ->
         let named = conn
             .prepare_cached(SQL_STILL_NAMED)?
             .exists(params![did, blob])?;
-        if !named {
+        if !named && !named_by_a_space(conn, blob)? {
             conn.prepare_cached(SQL_FREE_BLOB)?
                 .execute(params![did, blob])?;
         }

@@ -31,7 +31,7 @@ use std::time::{Duration, SystemTime};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::Store;
-use crate::blob_refs::unix_secs;
+use crate::blob_refs::{named_by_a_space, unix_secs};
 use crate::error::Result;
 
 /// Uploads examined per pass at most (the next pass goes on).
@@ -114,7 +114,7 @@ fn sweep_orphans(
 ) -> Result<(OrphanCursor, u64, u64)> {
     let mut st = conn.prepare_cached(
         "SELECT b.rowid, b.created_at, b.size, NOT EXISTS (SELECT 1 FROM record_blobs rb \
-         WHERE rb.did = b.did AND rb.blob = b.cid) FROM blobs b INDEXED BY blobs_age \
+         WHERE rb.did = b.did AND rb.blob = b.cid), b.cid FROM blobs b INDEXED BY blobs_age \
          WHERE (b.created_at, b.rowid) > (?1, ?2) AND b.created_at <= ?3 \
          ORDER BY b.created_at, b.rowid LIMIT ?4",
     )?;
@@ -129,7 +129,7 @@ fn sweep_orphans(
             at: row.get(1)?,
         };
         if row.get::<_, bool>(3)? {
-            orphans.push((last.rowid, row.get::<_, i64>(2)?));
+            orphans.push((last.rowid, row.get::<_, i64>(2)?, row.get::<_, Vec<u8>>(4)?));
         }
     }
     drop(rows);
@@ -146,12 +146,16 @@ fn sweep_orphans(
         }
     };
     let mut del = conn.prepare_cached("DELETE FROM blobs WHERE rowid = ?1")?;
-    let mut bytes = 0u64;
-    for (rowid, size) in &orphans {
+    let (mut count, mut bytes) = (0u64, 0u64);
+    for (rowid, size, cid) in &orphans {
+        if named_by_a_space(conn, cid)? {
+            continue;
+        }
         del.execute([rowid])?;
+        count += 1;
         bytes += u64::try_from(*size).unwrap_or(0);
     }
-    Ok((cursor, orphans.len() as u64, bytes))
+    Ok((cursor, count, bytes))
 }
 
 /// The `time` of the first event at or after seq `at`, and its seq.

@@ -281,3 +281,39 @@ fn the_v8_migration_adopts_an_older_stores_blobs() {
     store.delete_record(&did, POST, "r", None, None).unwrap();
     assert!(!held(&store, &did, &named));
 }
+
+/// A blob a permissioned-data record names (`crates/space`'s
+/// `space_blob_ref`, in the same file) is neither freed with the last
+/// repository record naming it nor swept.
+#[test]
+fn a_blob_a_space_record_names_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let did = &accounts(&store, 1)[0];
+    let both = store.put_blob(did, b"both".to_vec(), "image/png").unwrap();
+    let space_only = store.put_blob(did, b"space".to_vec(), "image/png").unwrap();
+    store
+        .create_record(did, POST, Some("r"), naming(&[both]), None)
+        .unwrap();
+    {
+        // The space crate's table, as its schema creates it.
+        let conn = rusqlite::Connection::open(store.path()).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE space_blob_ref (space_id INTEGER NOT NULL, blob BLOB NOT NULL, \
+             repo INTEGER NOT NULL, path TEXT NOT NULL, \
+             PRIMARY KEY (space_id, blob, repo, path)) WITHOUT ROWID;",
+        )
+        .unwrap();
+        for c in [both, space_only] {
+            conn.execute(
+                "INSERT INTO space_blob_ref VALUES (1, ?1, 1, 'app.example.thing/x')",
+                [&c.to_bytes()[..]],
+            )
+            .unwrap();
+        }
+    }
+    store.delete_record(did, POST, "r", None, None).unwrap();
+    assert_eq!(store.sweep(SystemTime::now(), &rules(0)).unwrap().blobs, 0);
+    assert!(held(&store, did, &both));
+    assert!(held(&store, did, &space_only));
+}
