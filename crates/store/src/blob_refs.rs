@@ -25,8 +25,9 @@
 //! and only when a blob is about to be freed.
 //!
 //! What this costs a commit: a write naming no blob pays nothing new (an
-//! update or delete already deleted its `record_blobs` rows, now with
-//! `RETURNING`); each blob link a create or update names costs one probe
+//! update or delete already probed `record_blobs` by record; it now reads
+//! the rows there before deleting them, and deletes only when it found
+//! some); each blob link a create or update names costs one probe
 //! of `blobs_key` in the guard, and each reference an update or delete
 //! drops one probe of `record_blobs` (and the blob row's delete when it
 //! was the last).
