@@ -34,10 +34,11 @@ use crate::Store;
 use crate::blob_refs::{named_by_a_space, unix_secs};
 use crate::error::Result;
 
-/// Uploads examined per pass at most (the next pass goes on).
+/// Uploads examined per pass at most (the next pass goes on): a pass is
+/// one writer job, and the commits queued behind it wait for it.
 const ORPHANS_MAX: i64 = 10_000;
 /// Events pruned per pass at most (the next pass goes on).
-pub(crate) const PRUNE_MAX: i64 = 50_000;
+const PRUNE_MAX: i64 = 10_000;
 
 /// What a sweep frees.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +58,8 @@ pub struct Swept {
     pub blob_bytes: u64,
     /// Events pruned.
     pub events: u64,
+    /// A bound stopped the pass: another one right away frees more.
+    pub more: bool,
 }
 
 /// The writer's place in `blobs_age`: uploads up to it were examined.
@@ -93,12 +96,14 @@ impl Store {
         });
         self.submit(move |w| {
             let mut swept = Swept::default();
-            let (cursor, blobs, bytes) = sweep_orphans(&w.conn, w.orphans, line)?;
+            let (cursor, full, blobs, bytes) = sweep_orphans(&w.conn, w.orphans, line)?;
             w.orphans = cursor;
             swept.blobs = blobs;
             swept.blob_bytes = bytes;
+            swept.more = full;
             if let Some(cutoff) = horizon {
                 swept.events = prune_events(&w.conn, &cutoff)?;
+                swept.more |= swept.events == PRUNE_MAX as u64;
             }
             Ok(swept)
         })
@@ -106,12 +111,13 @@ impl Store {
 }
 
 /// Deletes the uploads after `from` up to `line` (unix seconds) that no
-/// record names; the new cursor, how many and their bytes.
+/// record names; the new cursor, whether the page was full, how many and
+/// their bytes.
 fn sweep_orphans(
     conn: &Connection,
     from: OrphanCursor,
     line: i64,
-) -> Result<(OrphanCursor, u64, u64)> {
+) -> Result<(OrphanCursor, bool, u64, u64)> {
     let mut st = conn.prepare_cached(
         "SELECT b.rowid, b.created_at, b.size, NOT EXISTS (SELECT 1 FROM record_blobs rb \
          WHERE rb.did = b.did AND rb.blob = b.cid), b.cid FROM blobs b INDEXED BY blobs_age \
@@ -137,7 +143,8 @@ fn sweep_orphans(
     // reads the line's second again: an upload made within it after this
     // pass may have taken the rowid of a row this pass deleted (SQLite
     // hands out the largest rowid plus one), which is not after `last`.
-    let cursor = if seen == ORPHANS_MAX {
+    let full = seen == ORPHANS_MAX;
+    let cursor = if full {
         last
     } else {
         OrphanCursor {
@@ -155,7 +162,7 @@ fn sweep_orphans(
         count += 1;
         bytes += u64::try_from(*size).unwrap_or(0);
     }
-    Ok((cursor, count, bytes))
+    Ok((cursor, full, count, bytes))
 }
 
 /// The `time` of the first event at or after seq `at`, and its seq.

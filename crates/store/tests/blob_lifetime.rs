@@ -223,6 +223,7 @@ fn events_past_the_retention_are_pruned_and_the_horizon_moves() {
     // Everything older than the retention went, but the newest event stays
     // so the sequence goes on.
     assert_eq!(swept.events, before.events - 1);
+    assert!(!swept.more);
     assert_eq!(store.first_seq().unwrap(), Some(before.last_seq));
     let next = store
         .create_record(did, POST, Some("after"), naming(&[]), None)

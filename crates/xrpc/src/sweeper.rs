@@ -29,14 +29,21 @@ pub(crate) async fn run(app: Arc<App>, mut stop: watch::Receiver<bool>) {
             _ = tick.tick() => {}
             _ = stop.wait_for(|s| *s) => return,
         }
-        let store = app.store.clone();
-        let rules = app.config.sweep.clone();
-        let pass =
-            tokio::task::spawn_blocking(move || store.sweep(SystemTime::now(), &rules)).await;
-        match pass {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => eprintln!("atpds: sweep failed: {e}"),
-            Err(e) => eprintln!("atpds: sweep failed: {e}"),
+        // A pass stopped by its bound (a backlog of old events or
+        // uploads) is followed by another at once; each is one writer
+        // job, so commits run between them.
+        loop {
+            let store = app.store.clone();
+            let rules = app.config.sweep.clone();
+            let pass =
+                tokio::task::spawn_blocking(move || store.sweep(SystemTime::now(), &rules)).await;
+            match pass {
+                Ok(Ok(swept)) if swept.more && !*stop.borrow() => continue,
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => eprintln!("atpds: sweep failed: {e}"),
+                Err(e) => eprintln!("atpds: sweep failed: {e}"),
+            }
+            break;
         }
     }
 }
