@@ -14,7 +14,8 @@
 //! the line since, not every blob; the position is the writer's and
 //! starts from the beginning at each open (one pass over every blob's
 //! index entry per process). An upload whose time moved back past the
-//! position (the clock stepped back) waits for the next open.
+//! position (the clock stepped back), and the orphans of a pass whose
+//! batch was rolled back (an I/O error), wait for the next open.
 //!
 //! # Event retention
 //!
