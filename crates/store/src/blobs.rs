@@ -1,10 +1,11 @@
 //! Blobs: put (size and MIME checked, raw sha-256 CID), get, ranged get,
-//! referenced-blob listing.
+//! referenced-blob listing. When a blob is freed: `blob_refs.rs`.
 
 use repo::Cid;
 use repo::syntax::validate_did;
 use rusqlite::{OptionalExtension, params};
 
+use crate::blob_refs::unix_now;
 use crate::error::{Result, StoreError};
 use crate::rows::cid_from_sql;
 use crate::{Blob, BlobHead, Store};
@@ -33,7 +34,9 @@ fn validate_mime(mime: &str) -> Result<()> {
 }
 
 impl Store {
-    /// Stores a blob (raw sha-256 CID); size and MIME checked.
+    /// Stores a blob (raw sha-256 CID); size and MIME checked. Until a
+    /// record names it, it is an orphan that [`Store::sweep`] deletes once
+    /// older than its grace; a put of a blob already held restarts that.
     pub fn put_blob(&self, did: &str, bytes: Vec<u8>, mime: &str) -> Result<Cid> {
         validate_did(did)?;
         validate_mime(mime)?;
@@ -60,18 +63,24 @@ impl Store {
             // put. `INSERT OR REPLACE` would delete the row and its
             // overflow pages and write them again, with a new rowid and
             // index entry (`store.blob_put/ours/4KiB` puts the same bytes
-            // again and again).
+            // again and again). The upload time moves (the orphan grace
+            // restarts) only when it changed, which leaves `blobs_age`
+            // alone for a put within the same second.
             w.conn
                 .prepare_cached(
-                    "INSERT INTO blobs (did, cid, mime, size, bytes) VALUES (?1, ?2, ?3, ?4, ?5) \
-                     ON CONFLICT (did, cid) DO UPDATE SET mime = excluded.mime",
+                    "INSERT INTO blobs (did, cid, mime, size, bytes, created_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+                     ON CONFLICT (did, cid) DO UPDATE SET mime = excluded.mime, \
+                     created_at = excluded.created_at WHERE created_at <> excluded.created_at \
+                     OR mime <> excluded.mime",
                 )?
                 .execute(params![
                     did,
                     &cid.to_bytes()[..],
                     mime,
                     bytes.len() as i64,
-                    bytes
+                    bytes,
+                    unix_now()
                 ])?;
             Ok(cid)
         })

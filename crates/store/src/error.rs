@@ -60,6 +60,10 @@ pub enum StoreError {
         /// What the store holds.
         found: Option<Cid>,
     },
+    /// A record names a blob its account never uploaded (or one already
+    /// freed): the reference PDS's `BlobNotFound`. Nothing is written.
+    #[error("Could not find blob: {0}")]
+    BlobNotFound(Cid),
     /// A create on a path that already holds a record.
     #[error("record {0} already exists")]
     RecordExists(String),

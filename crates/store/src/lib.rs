@@ -2,7 +2,7 @@
 //! WAL database, a record index for reads, signed commits, a sequencer for
 //! the firehose, and blobs. Built on the [`repo`] crate.
 //!
-//! # Storage model (schema version 7; each version's change and why: `migrations.rs`)
+//! # Storage model (schema version 8; each version's change and why: `migrations.rs`)
 //!
 //! | table | key | holds |
 //! |---|---|---|
@@ -12,8 +12,8 @@
 //! | `records` | `(did, collection, rkey)` | record CID, rev, and the record block's bytes: getRecord is one row and listRecords one range scan, never a sort or a join; `cid_dup` marks all but the first row holding a CID, so getRepo writes a shared block once; index `(did, cid)` |
 //! | `commits` | `seq` | the log of commits by the seq of the event that carried each (did, rev, commit CID); no secondary index, since nothing looks a commit up by rev or CID (the spec's suggested `(did, rev)` key and `(did, cid)` index cost each commit two WAL pages, see `migrations.rs`) |
 //! | `seq_events` | `seq` | firehose event bodies (DAG-CBOR) by kind: `#commit`, `#sync`, `#identity`, `#account` |
-//! | `blobs` | rowid, unique `(did, cid)` | MIME, size, bytes (raw sha-256 CID); a rowid table, so a lookup never compares blob bytes |
-//! | `record_blobs` | `(did, blob, record)` | blobs referenced by records |
+//! | `blobs` | rowid, unique `(did, cid)` | MIME, size, bytes (raw sha-256 CID), upload time (`created_at`, unix seconds); a rowid table, so a lookup never compares blob bytes; index `blobs_age (created_at)` for the orphan sweep |
+//! | `record_blobs` | `(did, blob, record)` | the blobs each record links (index `(did, record)`): a blob is held while a row names it |
 //!
 //! CIDs are stored as their 36 binary bytes. Only the current tree's blocks
 //! are kept: a commit deletes the MST nodes it replaced and overwrites the
@@ -76,6 +76,19 @@
 //! [`Config::feed`] (`feed.rs`): the firehose and appview's index read that
 //! one stream instead of rebuilding the order.
 //!
+//! # What is freed (`blob_refs.rs`, `sweep.rs`)
+//!
+//! A blob lives while a record names it, as in the reference PDS: a
+//! commit naming a blob its account never uploaded is refused by the
+//! writer's guard ([`StoreError::BlobNotFound`], nothing written), and the
+//! commit that updates or deletes the last record naming a blob deletes
+//! its row in the same transaction. An upload no record ever names, and
+//! events past the log's retention, are freed by [`Store::sweep`], which
+//! the server runs on a timer as one writer job ([`Sweep`]: the orphan
+//! grace and the retention). The newest event always stays, so the next
+//! seq never goes back; the log's first event is the pruned horizon
+//! ([`Store::first_seq`]). A write naming no blob pays nothing for this.
+//!
 //! # Read path
 //!
 //! Every connection runs with the query planner stability guarantee
@@ -112,12 +125,14 @@
 //! | `read` | lookups, getRecord, listRecords, table counts |
 //! | `render` | DAG-CBOR to atproto JSON in one pass |
 //! | `blobs` | blob put, get, ranged get, references |
+//! | `blob_refs` | a blob's lifetime: the guard's `BlobNotFound`, freeing a blob with its last reference |
+//! | `sweep` | [`Store::sweep`]: orphan uploads past their grace, events past their retention |
 //! | `sync` | export, catch-up, import, the repository check |
 //! | `import` | verifying a repository CAR |
 //! | `accounts` | `#identity` / `#account` state and events |
 //! | `ownership` | the writer lock; our databases only |
 //! | `schema` | PRAGMAs, the connections, startup |
-//! | `migrations` | the schema's versions V1..V7, the fresh store's baseline, the revision backfill |
+//! | `migrations` | the schema's versions V1..V8, the fresh store's baseline, the revision backfill |
 //! | `vfs` | the writer's WAL write coalescing |
 //! | `types` | the public values |
 //! | `error` | [`StoreError`]; a writer job's failure (before or after it wrote) |
@@ -136,6 +151,7 @@
 
 mod accounts;
 mod batch;
+mod blob_refs;
 mod blobs;
 mod checkpoint;
 mod cid_cache;
@@ -158,6 +174,7 @@ mod read;
 mod render;
 mod rows;
 mod schema;
+mod sweep;
 mod sync;
 mod types;
 mod vfs;
@@ -188,6 +205,7 @@ pub use read::{AccountCounts, RepoBlocks};
 
 pub use migrations::SCHEMA_VERSION;
 pub use schema::StartupReport;
+pub use sweep::{Sweep, Swept};
 pub use types::*;
 
 use batch::Task;

@@ -1,6 +1,6 @@
-//! The schema and its history: the seven versions a store has been
-//! through, each a step of SQL (and, for V6, a hook that walks every
-//! tree), the [`BASELINE`] a fresh store gets in one script instead, and
+//! The schema and its history: the eight versions a store has been
+//! through, each a step of SQL (and, for V6 and V8, a hook that does what
+//! SQL cannot), the [`BASELINE`] a fresh store gets in one script instead, and
 //! the revision backfill the startup runs for blocks written before
 //! revisions were tracked. `schema.rs` opens the connections and runs
 //! [`migrate`] and [`backfill_revs`] at startup; `lib.rs` describes the
@@ -17,6 +17,7 @@
 //! | V5 | `commits` becomes the log keyed by seq, with no secondary index; the commit block moves into `repo_root.commit_bytes` |
 //! | V6 | `repo_blocks` keyed `(did, pos, cid)`: MST nodes clustered by their position in the key space (`node_pos.rs`) |
 //! | V7 | `blobs` becomes a rowid table with a unique `(did, cid)` index |
+//! | V8 | `blobs.created_at` and its index `blobs_age`, for the orphan sweep; `record_blobs` re-derived from the records (`blob_refs.rs`: blobs are freed) |
 //!
 //! Each version's constant below says why, in full.
 
@@ -42,7 +43,7 @@ const fn sql(sql: &'static str) -> Step {
 
 /// The migrations, in order: step `i` takes a store from version `i` to
 /// `i + 1`.
-const STEPS: [Step; 7] = [
+const STEPS: [Step; 8] = [
     sql(V1),
     sql(V2),
     sql(V3),
@@ -53,6 +54,10 @@ const STEPS: [Step; 7] = [
         then: Some(place_nodes),
     },
     sql(V7),
+    Step {
+        sql: V8,
+        then: Some(adopt_blob_refs),
+    },
 ];
 
 /// Version 1: every table keyed by account; CIDs as 36-byte blobs.
@@ -236,8 +241,22 @@ ALTER TABLE blobs_v7 RENAME TO blobs;
 CREATE UNIQUE INDEX blobs_key ON blobs (did, cid);
 "#;
 
+/// Version 8: blobs are freed (`blob_refs.rs`). A blob loses its row when the
+/// last record naming it goes, which needs `record_blobs` to be complete,
+/// and one no record ever named is swept a grace period after its upload,
+/// which needs the upload's time: `created_at` (unix seconds), with an
+/// index so the sweep reads only the uploads that crossed the grace line
+/// since its last pass, never the blob rows (whose bytes come first).
+/// [`adopt_blob_refs`] then re-derives `record_blobs` from the records and
+/// gives every blob no record names the migration's time, so an upload
+/// made just before the upgrade keeps its whole grace.
+const V8: &str = r#"
+ALTER TABLE blobs ADD COLUMN created_at INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX blobs_age ON blobs (created_at);
+"#;
+
 /// A fresh store's whole schema at [`SCHEMA_VERSION`] in one script: the
-/// objects V1..V7 leave behind, in the order SQLite lists them after the
+/// objects V1..V8 leave behind, in the order SQLite lists them after the
 /// steps, formatted by hand (SQLite keeps each `CREATE` as written, so a
 /// stepped store's `sqlite_master` holds the same statements with the
 /// steps' spacing and quotes; a test checks the two roads end at the same
@@ -304,9 +323,10 @@ CREATE TABLE blobs (
     cid   BLOB NOT NULL,
     mime  TEXT NOT NULL,
     size  INTEGER NOT NULL,
-    bytes BLOB NOT NULL
+    bytes BLOB NOT NULL, created_at INTEGER NOT NULL DEFAULT 0
 );
 CREATE UNIQUE INDEX blobs_key ON blobs (did, cid);
+CREATE INDEX blobs_age ON blobs (created_at);
 "#;
 
 /// Runs the pending migrations, all of them in one transaction: a store
@@ -403,6 +423,52 @@ fn place_nodes(conn: &Connection) -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// V8's hook: `record_blobs` re-derived from the records' bytes (the
+/// write path has kept it since V1; re-deriving it makes sure that no
+/// blob a record names is ever taken for unreferenced, now that such a
+/// blob is deleted), then every blob no record names gets the migration's
+/// time as its upload time. A record whose bytes are missing (a V4
+/// migration that found no block) keeps the references it had. Only
+/// records holding a CID link (CBOR tag 42, bytes `d8 2a`) are decoded.
+fn adopt_blob_refs(conn: &Connection) -> Result<()> {
+    conn.execute_batch(
+        "DELETE FROM record_blobs WHERE NOT EXISTS (SELECT 1 FROM records r \
+         WHERE r.did = record_blobs.did \
+         AND r.collection = substr(record_blobs.record, 1, instr(record_blobs.record, '/') - 1) \
+         AND r.rkey = substr(record_blobs.record, instr(record_blobs.record, '/') + 1) \
+         AND r.bytes IS NULL)",
+    )?;
+    let mut put =
+        conn.prepare("INSERT OR IGNORE INTO record_blobs (did, blob, record) VALUES (?1, ?2, ?3)")?;
+    let mut st = conn.prepare(
+        "SELECT did, collection, rkey, bytes FROM records WHERE instr(bytes, X'd82a') > 0",
+    )?;
+    let mut rows = st.query([])?;
+    let mut links = Vec::new();
+    while let Some(row) = rows.next()? {
+        let Ok(value) = repo::cbor::decode(row.get_ref(3)?.as_blob()?) else {
+            continue;
+        };
+        links.clear();
+        crate::prepare::collect_blob_links(&value, &mut links);
+        let did = row.get_ref(0)?.as_str()?;
+        let path = format!(
+            "{}/{}",
+            row.get_ref(1)?.as_str()?,
+            row.get_ref(2)?.as_str()?
+        );
+        for blob in &links {
+            put.execute(rusqlite::params![did, &blob.to_bytes()[..], path])?;
+        }
+    }
+    conn.execute(
+        "UPDATE blobs SET created_at = ?1 WHERE NOT EXISTS (SELECT 1 FROM record_blobs rb \
+         WHERE rb.did = blobs.did AND rb.blob = blobs.cid)",
+        [crate::blob_refs::unix_now()],
+    )?;
     Ok(())
 }
 

@@ -1,5 +1,5 @@
 //! Tests of the migrations (a child module of `migrations`): the
-//! hand-formatted baseline against the seven steps.
+//! hand-formatted baseline against the eight steps.
 
 use rusqlite::Connection;
 
@@ -67,7 +67,7 @@ fn columns(conn: &Connection) -> Vec<String> {
     out
 }
 
-/// The baseline and the seven steps end at the same schema, object for
+/// The baseline and the eight steps end at the same schema, object for
 /// object and token for token, and a fresh store gets the baseline.
 #[test]
 fn baseline_equals_the_migrations_from_empty() {

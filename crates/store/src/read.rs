@@ -385,6 +385,7 @@ impl Store {
             block_bytes: (nodes.1 + recs.1 + commits.1) as u64,
             events: q("SELECT COUNT(*) FROM seq_events")? as u64,
             blobs: q("SELECT COUNT(*) FROM blobs")? as u64,
+            blob_bytes: q("SELECT SUM(size) FROM blobs")? as u64,
             last_seq: q("SELECT MAX(seq) FROM seq_events")?,
         })
     }

@@ -41,6 +41,14 @@ const SQL_PROMOTE_FIRST: &str = "UPDATE records SET cid_dup = 0 WHERE did = ?1 A
      (SELECT collection, rkey FROM records INDEXED BY records_cid WHERE did = ?1 AND cid = ?2 \
      ORDER BY collection, rkey LIMIT 1) AND cid_dup = 1";
 const SQL_DEL_RECORD: &str = "DELETE FROM records WHERE did = ?1 AND collection = ?2 AND rkey = ?3";
+/// The blobs a record names, read before its rows are deleted (for
+/// [`crate::blob_refs::free_unnamed`]). Not `DELETE ... RETURNING`: SQLite
+/// buffers a RETURNING statement's rows in an ephemeral table it opens
+/// even when no row matches, which cost every update and delete of a
+/// record naming no blob more than the seek (`examples/profile.rs
+/// apply_delete` under callgrind); a seek that finds nothing deletes
+/// nothing.
+const SQL_RECORD_BLOBS: &str = "SELECT blob FROM record_blobs WHERE did = ?1 AND record = ?2";
 const SQL_DEL_RECORD_BLOBS: &str = "DELETE FROM record_blobs WHERE did = ?1 AND record = ?2";
 const SQL_PUT_RECORD_BLOB: &str =
     "INSERT OR IGNORE INTO record_blobs (did, blob, record) VALUES (?1, ?2, ?3)";
@@ -172,7 +180,9 @@ impl<'c> LazyStatement<'c> {
 }
 
 /// The record rows and blob references of one commit's `writes` to `did`
-/// at `rev`; `current` is each write's CID before the commit.
+/// at `rev`; `current` is each write's CID before the commit. A blob whose
+/// last reference the commit dropped is deleted (`blob_refs.rs`): only an
+/// update or delete of a record that named blobs pays for it.
 pub(crate) fn write_records(
     conn: &Connection,
     did: &str,
@@ -186,11 +196,21 @@ pub(crate) fn write_records(
     let mut del = LazyStatement::new(conn, SQL_DEL_RECORD);
     let mut demote = LazyStatement::new(conn, SQL_DEMOTE_NEXT);
     let mut promote = LazyStatement::new(conn, SQL_PROMOTE_FIRST);
+    let mut named_rb = LazyStatement::new(conn, SQL_RECORD_BLOBS);
     let mut del_rb = LazyStatement::new(conn, SQL_DEL_RECORD_BLOBS);
     let mut put_rb = LazyStatement::new(conn, SQL_PUT_RECORD_BLOB);
+    let mut dropped: Vec<Vec<u8>> = Vec::new();
     for (w, cur) in writes.iter().zip(current) {
         if cur.is_some() {
-            del_rb.get()?.execute(params![did, w.path])?;
+            let before = dropped.len();
+            let mut rows = named_rb.get()?.query(params![did, w.path])?;
+            while let Some(row) = rows.next()? {
+                dropped.push(row.get(0)?);
+            }
+            drop(rows);
+            if dropped.len() > before {
+                del_rb.get()?.execute(params![did, w.path])?;
+            }
         }
         let new_cid = w.block.as_ref().map(|b| b.0);
         match &w.block {
@@ -216,6 +236,9 @@ pub(crate) fn write_records(
         {
             promote.get()?.execute(params![did, &old.to_bytes()[..]])?;
         }
+    }
+    if !dropped.is_empty() {
+        crate::blob_refs::free_unnamed(conn, did, &dropped)?;
     }
     Ok(())
 }

@@ -85,10 +85,10 @@ impl Store {
         result
     }
 
-    /// The oldest event the log holds (`None`: an empty log). The store
-    /// never drops events itself; a log that starts past seq 1 was
-    /// trimmed outside it (a trimmed backup), and subscribeRepos tells a
-    /// cursor before its start with `#info OutdatedCursor`.
+    /// The oldest event the log holds (`None`: an empty log): the pruned
+    /// horizon once [`Store::sweep`] pruned events past their retention
+    /// (or the log was trimmed outside the store, a trimmed backup).
+    /// subscribeRepos tells a cursor before it with `#info OutdatedCursor`.
     pub fn first_seq(&self) -> Result<Option<i64>> {
         let r = self.reader()?;
         Ok(r.prepare_cached("SELECT MIN(seq) FROM seq_events")?

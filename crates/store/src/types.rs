@@ -250,6 +250,8 @@ pub struct Stats {
     pub events: u64,
     /// Blobs.
     pub blobs: u64,
+    /// Bytes in those blobs.
+    pub blob_bytes: u64,
     /// Last sequence number.
     pub last_seq: i64,
 }

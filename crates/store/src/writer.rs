@@ -40,6 +40,8 @@ pub(crate) struct Writer {
     touched: Vec<String>,
     /// The batch's events, for the feed once it commits.
     pub events: Pending,
+    /// How far the orphan sweep has read `blobs_age` (`sweep.rs`).
+    pub orphans: crate::sweep::OrphanCursor,
 }
 
 impl Writer {
@@ -57,6 +59,7 @@ impl Writer {
             cids,
             touched: Vec::new(),
             events,
+            orphans: Default::default(),
         }
     }
 
@@ -170,6 +173,7 @@ impl Writer {
             }
             Some(_) => {}
         }
+        crate::blob_refs::check_uploaded(&self.conn, did, writes).map_err(Failed::clean)?;
         self.write_commit(did, writes, plan).map_err(Failed::wrote)
     }
 
@@ -208,10 +212,16 @@ impl Writer {
     }
 
     /// Replaces (or creates) `did`'s repository with an imported one and
-    /// emits `#sync`.
+    /// emits `#sync`. Blobs the replaced records named and the imported
+    /// ones do not are freed, as a delete would free them.
     pub(crate) fn import(&mut self, imp: &crate::import::Verified) -> Result<CommitInfo> {
         let did = imp.did.as_str();
         self.touch(did);
+        let named: Vec<Vec<u8>> = self
+            .conn
+            .prepare_cached("SELECT DISTINCT blob FROM record_blobs WHERE did = ?1")?
+            .query_map([did], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
         for sql in [
             "DELETE FROM repo_blocks WHERE did = ?1",
             "DELETE FROM records WHERE did = ?1",
@@ -232,6 +242,7 @@ impl Writer {
                 .map(|((cid, b), pos)| (*pos, cid, b.as_slice())),
         )?;
         import_records(&self.conn, did, &imp.rev, &imp.records, &imp.blob_refs)?;
+        crate::blob_refs::free_unnamed(&self.conn, did, &named)?;
         let commit_bytes = imp
             .blocks
             .iter()

@@ -172,21 +172,39 @@ fn blob_meta_missing_list_and_repo_pages() {
             None,
         )
         .unwrap();
+    // A record naming a blob never uploaded is refused, as the reference
+    // refuses it, and writes nothing.
+    let b = cbor(&serde_json::json!({"text": "y", "i": blob(&lacking)}));
+    let before = store.stats().unwrap();
+    assert!(matches!(
+        store.create_record(did, "app.bsky.feed.post", Some("b"), b.clone(), None),
+        Err(store::StoreError::BlobNotFound(c)) if c == lacking
+    ));
+    assert_eq!(store.stats().unwrap(), before);
     store
-        .create_record(
-            did,
-            "app.bsky.feed.post",
-            Some("b"),
-            cbor(&serde_json::json!({"text": "y", "i": blob(&lacking)})),
-            None,
-        )
+        .put_blob(did, b"never stored".to_vec(), "image/png")
+        .unwrap();
+    store
+        .create_record(did, "app.bsky.feed.post", Some("b"), b, None)
+        .unwrap();
+    assert!(store.missing_blobs(did, None, 10).unwrap().is_empty());
+    // Missing blobs come with an imported repository (listMissingBlobs is
+    // a migration's question): the account moved to a second store that
+    // so far holds one of its two blobs.
+    let dir2 = tempfile::tempdir().unwrap();
+    let moved = open(dir2.path());
+    let mut car = Vec::new();
+    store.export_repo(did, None, &mut car).unwrap();
+    moved.import_car(&car[..], None).unwrap();
+    moved
+        .put_blob(did, datagen::random_bytes(7, 300), "image/png")
         .unwrap();
     assert_eq!(
-        store.missing_blobs(did, None, 10).unwrap(),
+        moved.missing_blobs(did, None, 10).unwrap(),
         vec![(lacking, "app.bsky.feed.post/b".to_owned())]
     );
     assert!(
-        store
+        moved
             .missing_blobs(did, Some(&lacking), 10)
             .unwrap()
             .is_empty()

@@ -149,6 +149,8 @@ impl From<StoreError> for XrpcError {
             }
             E::UnknownAccount(_) => XrpcError::bad("RepoNotFound", e.to_string()),
             E::RecordNotFound(_) => XrpcError::bad("RecordNotFound", e.to_string()),
+            // The reference's `InvalidRequestError(..., 'BlobNotFound')`.
+            E::BlobNotFound(_) => XrpcError::bad("BlobNotFound", e.to_string()),
             E::ReadOnlyAccount(_) => {
                 XrpcError::new(StatusCode::FORBIDDEN, "RepoDeactivated", e.to_string())
             }

@@ -95,6 +95,7 @@
 //! | `firehose` | the event hub: the store's event feed (each frame encoded once by the store's writer, appended in seq order as batches commit) fanned out to subscribers, its bytes shared by all |
 //! | `startup` | the startup stage timings printed on the startup line (`storage_ms` ... `http_init_ms`) |
 //! | `subscribe` | one WebSocket subscriber: replay, cut-over, outbox, ping |
+//! | `sweeper` | the store's sweep on a timer: orphan uploads past their grace, events past their retention |
 //!
 //! # Persistence
 //!
@@ -130,6 +131,7 @@ mod stall;
 mod startup;
 mod stream;
 mod subscribe;
+mod sweeper;
 mod upstream;
 
 use std::future::Future;
@@ -243,6 +245,14 @@ pub struct ServerConfig {
     pub refresh_ttl: Duration,
     /// scrypt cost, log2 of N (see `password.rs`).
     pub scrypt_log_n: u8,
+    /// What the periodic sweep frees (`sweeper.rs`): uploads no record
+    /// named after `orphan_grace` (1 hour by default), events older than
+    /// `event_retention` (a day by default, the reference PDS's
+    /// subscribeRepos backfill window, `repoBackfillLimitMs`; `None` keeps
+    /// every event).
+    pub sweep: store::Sweep,
+    /// How often the sweep runs.
+    pub sweep_interval: Duration,
 }
 
 impl ServerConfig {
@@ -282,6 +292,11 @@ impl ServerConfig {
             access_ttl: Duration::from_secs(2 * 3600),
             refresh_ttl: Duration::from_secs(90 * 24 * 3600),
             scrypt_log_n: password::DEFAULT_LOG_N,
+            sweep: store::Sweep {
+                orphan_grace: Duration::from_secs(3600),
+                event_retention: Some(Duration::from_secs(24 * 3600)),
+            },
+            sweep_interval: Duration::from_secs(60),
         }
     }
 }

@@ -105,6 +105,7 @@ impl Bound {
         let (stop_tx, stop_rx) = watch::channel(false);
         // Each connection holds a sender; when all are gone, recv is None.
         let (track_tx, mut track_rx) = mpsc::channel::<()>(1);
+        let sweeper = tokio::spawn(crate::sweeper::run(app.clone(), stop_rx.clone()));
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -124,6 +125,7 @@ impl Bound {
         app.hub.close();
         drop(track_tx);
         let _ = tokio::time::timeout(DRAIN, track_rx.recv()).await;
+        let _ = tokio::time::timeout(DRAIN, sweeper).await;
         let stats = app.hub.stats();
         let deadline = tokio::time::Instant::now() + DRAIN;
         while stats.subscribers() > 0 && tokio::time::Instant::now() < deadline {

@@ -203,6 +203,47 @@ async fn a_cursor_before_the_log_start_is_told_outdated_then_replayed() {
     assert_eq!(seq(&next(&mut ws).await), 6);
 }
 
+/// With a retention of zero the sweep prunes every event but the newest:
+/// a cursor before that horizon is told `OutdatedCursor`, then replayed
+/// from the first event still held.
+#[tokio::test]
+async fn events_pruned_past_the_retention_make_an_older_cursor_outdated() {
+    let s = start_with(|c| {
+        c.sweep.event_retention = Some(Duration::ZERO);
+        c.sweep_interval = Duration::from_millis(100);
+    });
+    let (did, tok, _) = s.account("ret.test").await;
+    for i in 0..4 {
+        s.post_record(&did, &tok, &format!("p{i}")).await;
+    }
+    // Account creation's four events and four commits: seq 8 is the head.
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    loop {
+        let mut ws = connect(&s, "?cursor=2").await;
+        match next(&mut ws).await {
+            Got::Info(name) => {
+                assert_eq!(name, "OutdatedCursor");
+                // Then what is held, in order, up to the head (the hub's
+                // ring may still hold frames the log no longer does).
+                let mut at = seq(&next(&mut ws).await);
+                assert!((3..=8).contains(&at), "{at}");
+                while at < 8 {
+                    let n = seq(&next(&mut ws).await);
+                    assert_eq!(n, at + 1);
+                    at = n;
+                }
+                break;
+            }
+            got => assert!(std::time::Instant::now() < deadline, "not pruned: {got:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The head itself is not outdated.
+    let mut ws = connect(&s, "?cursor=8").await;
+    s.post_record(&did, &tok, "after").await;
+    assert_eq!(seq(&next(&mut ws).await), 9);
+}
+
 #[tokio::test]
 async fn a_slow_consumer_is_dropped_and_the_others_go_on() {
     // The count bound decides here: the slow consumer's kernel buffers

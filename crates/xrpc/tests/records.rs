@@ -7,7 +7,7 @@ use hyper::Method;
 use repo::Cid;
 use repo::car::CarReader;
 use serde_json::json;
-use support::start;
+use support::{start, start_with};
 
 const POST: &str = "app.bsky.feed.post";
 
@@ -272,14 +272,43 @@ async fn blobs_upload_get_range_head_list_missing() {
     .await
     .expect_error(400, "BlobNotFound");
 
-    // A record references the blob and one that was never uploaded.
+    // A record naming a blob that was never uploaded is refused, as the
+    // reference refuses it; one naming two uploaded blobs is taken.
     let blob_ref = |c: &str| json!({"$type": "blob", "ref": {"$link": c}, "mimeType": "image/png", "size": 10});
-    let rec = json!({"repo": did, "collection": POST, "rkey": "withblobs", "record": {
-        "text": "pics", "embed": {"images": [{"image": blob_ref(&cid)}, {"image": blob_ref(&missing)}]}
-    }});
-    s.post("/xrpc/com.atproto.repo.createRecord", Some(&tok), &rec)
+    let naming = |a: &str, b: &str| {
+        json!({"repo": did, "collection": POST, "rkey": "withblobs", "record": {
+            "text": "pics", "embed": {"images": [{"image": blob_ref(a)}, {"image": blob_ref(b)}]}
+        }})
+    };
+    let refused = s
+        .post(
+            "/xrpc/com.atproto.repo.createRecord",
+            Some(&tok),
+            &naming(&cid, &missing),
+        )
+        .await;
+    refused.expect_error(400, "BlobNotFound");
+    let message = refused.json()["message"].as_str().unwrap().to_owned();
+    assert_eq!(message, format!("Could not find blob: {missing}"));
+    let second = s
+        .request(
+            Method::POST,
+            "/xrpc/com.atproto.repo.uploadBlob",
+            &[("authorization", &auth), ("content-type", "image/png")],
+            Bytes::from_static(b"a second picture"),
+        )
         .await
-        .ok_json();
+        .ok_json()["blob"]["ref"]["$link"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.post(
+        "/xrpc/com.atproto.repo.createRecord",
+        Some(&tok),
+        &naming(&cid, &second),
+    )
+    .await
+    .ok_json();
     let listed = s
         .get(&format!("/xrpc/com.atproto.sync.listBlobs?did={did}"))
         .await
@@ -291,7 +320,7 @@ async fn blobs_upload_get_range_head_list_missing() {
         .map(|c| c.as_str().unwrap())
         .collect();
     cids.sort();
-    let mut want = vec![cid.as_str(), missing.as_str()];
+    let mut want = vec![cid.as_str(), second.as_str()];
     want.sort();
     assert_eq!(cids, want);
     let page = s
@@ -313,13 +342,54 @@ async fn blobs_upload_get_range_head_list_missing() {
         .get_auth("/xrpc/com.atproto.repo.listMissingBlobs", &tok)
         .await
         .ok_json();
-    assert_eq!(
-        m["blobs"],
-        json!([{"cid": missing, "recordUri": format!("at://{did}/{POST}/withblobs")}])
-    );
+    assert_eq!(m["blobs"], json!([]));
     s.get("/xrpc/com.atproto.repo.listMissingBlobs")
         .await
         .expect_error(401, "AuthRequired");
+    // Deleting the only record naming them frees both blobs.
+    let del = json!({"repo": did, "collection": POST, "rkey": "withblobs"});
+    s.post("/xrpc/com.atproto.repo.deleteRecord", Some(&tok), &del)
+        .await
+        .ok_json();
+    for c in [&cid, &second] {
+        s.get(&format!("/xrpc/com.atproto.sync.getBlob?did={did}&cid={c}"))
+            .await
+            .expect_error(400, "BlobNotFound");
+    }
+}
+
+/// An upload no record names is swept after the grace (zero here, with a
+/// fast sweep), and getBlob then answers `BlobNotFound`.
+#[tokio::test]
+async fn an_orphan_upload_is_swept_after_the_grace() {
+    let s = start_with(|c| {
+        c.sweep.orphan_grace = std::time::Duration::ZERO;
+        c.sweep_interval = std::time::Duration::from_millis(100);
+    });
+    let (did, tok, _) = s.account("orphan.test").await;
+    let auth = format!("Bearer {tok}");
+    let up = s
+        .request(
+            Method::POST,
+            "/xrpc/com.atproto.repo.uploadBlob",
+            &[("authorization", &auth), ("content-type", "image/png")],
+            Bytes::from_static(b"nobody names me"),
+        )
+        .await
+        .ok_json();
+    let cid = up["blob"]["ref"]["$link"].as_str().unwrap().to_owned();
+    let path = format!("/xrpc/com.atproto.sync.getBlob?did={did}&cid={cid}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    loop {
+        let got = s.get(&path).await;
+        if got.status == 400 {
+            got.expect_error(400, "BlobNotFound");
+            break;
+        }
+        assert_eq!(got.status, 200);
+        assert!(std::time::Instant::now() < deadline, "not swept");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
 
 /// uploadBlob takes any Content-Type (the lexicon's encoding is `*/*`):

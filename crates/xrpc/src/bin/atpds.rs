@@ -106,6 +106,18 @@ struct Args {
     /// Keys (addresses, DIDs, identifiers) each limit tracks at most.
     #[arg(long, requires = "rate_limits", default_value_t = 50_000)]
     rate_limit_max_keys: usize,
+    /// Seconds an uploaded blob no record names is kept before the sweep
+    /// deletes it (a blob whose last record goes is deleted with it).
+    #[arg(long, default_value_t = 3600)]
+    blob_orphan_grace_secs: u64,
+    /// Seconds firehose events are kept for subscribeRepos replay (a
+    /// cursor before the oldest kept gets #info OutdatedCursor); 0 keeps
+    /// every event. The default is the reference PDS's backfill window.
+    #[arg(long, default_value_t = 24 * 3600)]
+    event_retention_secs: u64,
+    /// Seconds between two sweeps (orphan blobs, old events).
+    #[arg(long, default_value_t = 60)]
+    sweep_interval_secs: u64,
     /// A backup of a store to start from: copied over --db (with its
     /// .accounts and .secret files when present) with SQLite's backup
     /// API, the backup opened read-only, before the server starts.
@@ -168,6 +180,10 @@ fn main() -> ExitCode {
     config.heavy_per_address = args.heavy_per_address;
     config.heavy_total = args.heavy_total;
     config.wal_restart_frames = args.wal_restart_frames;
+    config.sweep.orphan_grace = std::time::Duration::from_secs(args.blob_orphan_grace_secs);
+    config.sweep.event_retention = (args.event_retention_secs > 0)
+        .then(|| std::time::Duration::from_secs(args.event_retention_secs));
+    config.sweep_interval = std::time::Duration::from_secs(args.sweep_interval_secs.max(1));
     if let Some(n) = args.workers {
         config.workers = n;
     }
