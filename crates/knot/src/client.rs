@@ -4,6 +4,7 @@
 //! the server's errors turned into [`KnotError`]s (429s with their
 //! `Retry-After` / `RateLimit-*` headers).
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -15,6 +16,7 @@ use serde_json::Value;
 
 use crate::error::{KnotError, RateLimit, Result};
 use crate::names::raw_cid;
+use crate::state::WriteAllowance;
 
 use crate::preconnect::PreConnect;
 
@@ -33,7 +35,17 @@ pub struct Xrpc {
     pre: PreConnect,
     base: String,
     timeout: Duration,
+    // What the record writes' answers said remains (`state.rs`).
+    allowance: Arc<Mutex<Option<WriteAllowance>>>,
 }
+
+/// The methods the PDS charges write points for.
+const RECORD_WRITES: [&str; 4] = [
+    "com.atproto.repo.putRecord",
+    "com.atproto.repo.createRecord",
+    "com.atproto.repo.deleteRecord",
+    "com.atproto.repo.applyWrites",
+];
 
 /// A successful answer.
 pub struct Answer {
@@ -107,7 +119,33 @@ impl Xrpc {
             pre,
             base: base.trim_end_matches('/').to_owned(),
             timeout,
+            allowance: Arc::new(Mutex::new(None)),
         }
+    }
+
+    /// What the last record writes' answers said remains of the limit.
+    pub fn write_allowance(&self) -> Option<WriteAllowance> {
+        *self.allowance.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts from what an earlier run saw (the warm state).
+    pub fn set_write_allowance(&self, a: Option<WriteAllowance>) {
+        *self.allowance.lock().unwrap_or_else(|e| e.into_inner()) = a;
+    }
+
+    fn note_allowance(&self, op: &str, h: &HeaderMap) {
+        if !RECORD_WRITES.contains(&op) {
+            return;
+        }
+        let (Some(remaining), Some(reset)) = (
+            header_u64(h, "ratelimit-remaining"),
+            header_u64(h, "ratelimit-reset"),
+        ) else {
+            return;
+        };
+        let seen = WriteAllowance { remaining, reset };
+        let mut a = self.allowance.lock().unwrap_or_else(|e| e.into_inner());
+        *a = Some(a.map_or(seen, |a| a.merge(seen)));
     }
 
     /// Dials the service now, on a thread (`crate::preconnect`): the
@@ -186,6 +224,7 @@ impl Xrpc {
         crate::trace::mark(&format!("http {op}"), Some(started.elapsed()));
         let (parts, body) =
             answered.map_err(|_| t(format!("no complete answer within {:?}", self.timeout)))??;
+        self.note_allowance(op, &parts.headers);
         if parts.status.is_success() {
             return Ok(Answer {
                 headers: parts.headers,

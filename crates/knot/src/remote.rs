@@ -224,6 +224,7 @@ impl Remote {
             }
         };
         let xrpc = Xrpc::new(&pds, REQUEST_TIMEOUT);
+        xrpc.set_write_allowance(st.write_allowance);
         // Dialled while git and the helper run their local work.
         xrpc.preconnect();
         let auth = Arc::new(Auth::new(
@@ -246,6 +247,7 @@ impl Remote {
     /// Writes the warm state (tokens included).
     pub async fn save(&mut self) -> Result<()> {
         self.state.tokens = self.auth.snapshot().await;
+        self.state.write_allowance = self.pds.write_allowance();
         self.state.save(self.state_path.as_deref())
     }
 

@@ -77,6 +77,44 @@ pub struct State {
     /// listing made without asking) means "list again".
     #[serde(default)]
     pub refs_commit: Option<String>,
+    /// What the PDS's answer to this helper's last record write said
+    /// remains of its limit (`RateLimit-Remaining` until
+    /// `RateLimit-Reset`): a push costing more is refused before writing.
+    #[serde(default)]
+    pub write_allowance: Option<WriteAllowance>,
+}
+
+/// The `RateLimit-Remaining` and `RateLimit-Reset` of a record write's
+/// answer.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct WriteAllowance {
+    /// Points left in the window.
+    pub remaining: u64,
+    /// When the window ends (unix seconds).
+    pub reset: u64,
+}
+
+impl WriteAllowance {
+    /// Folds in a later answer's: within one window the least remaining
+    /// (answers to concurrent writes arrive in any order), a later
+    /// window replaces an earlier one.
+    pub fn merge(self, later: WriteAllowance) -> WriteAllowance {
+        if later.reset > self.reset {
+            later
+        } else if later.reset == self.reset {
+            WriteAllowance {
+                remaining: self.remaining.min(later.remaining),
+                reset: self.reset,
+            }
+        } else {
+            self
+        }
+    }
+
+    /// Still in force at `now` (unix seconds).
+    pub fn current(self, now: u64) -> Option<WriteAllowance> {
+        (now < self.reset).then_some(self)
+    }
 }
 
 /// How long a listing of the refs is trusted for a push (seconds;

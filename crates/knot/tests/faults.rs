@@ -1,5 +1,5 @@
 //! Failures: a corrupt part in the store, a helper killed mid-push, a 429
-//! mid-push, and hostile servers (bad JSON, wrong CIDs, wrong bytes,
+//! mid-push, a push above the PDS's remaining write points, and hostile servers (bad JSON, wrong CIDs, wrong bytes,
 //! endless bodies): typed errors, no panic, local state untouched.
 
 mod support;
@@ -209,11 +209,14 @@ fn rate_limit_mid_push_keeps_what_landed_and_names_the_rest() {
     let (pds, did, sb) = signed_in("limit.test");
     let limited = Arc::new(AtomicBool::new(true));
     let l2 = limited.clone();
-    let reset = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 3600;
+    // A window of 3 s: the helper remembers it and waits it out.
+    let reset = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            + 3
+    };
     let proxy = FaultProxy::start(
         Some(pds.url.clone()),
         Arc::new(move |p, body| {
@@ -225,10 +228,10 @@ fn rate_limit_mid_push_keeps_what_landed_and_names_the_rest() {
                     429,
                     vec![
                         ("content-type", "application/json".into()),
-                        ("retry-after", "3600".into()),
+                        ("retry-after", "3".into()),
                         ("ratelimit-limit", "5000".into()),
                         ("ratelimit-remaining", "0".into()),
-                        ("ratelimit-reset", reset.to_string()),
+                        ("ratelimit-reset", reset().to_string()),
                         ("ratelimit-policy", "5000;w=3600".into()),
                     ],
                     Bytes::from_static(
@@ -253,8 +256,16 @@ fn rate_limit_mid_push_keeps_what_landed_and_names_the_rest() {
     assert!(ls.contains(&format!("{c1}\trefs/heads/main")), "{ls}");
     assert!(!ls.contains("second"), "{ls}");
     assert_complete(&pds.url, &did, "r");
+    let limited_at = std::time::Instant::now();
+    // While the window lasts, the helper refuses before writing.
+    let o = sb.try_git(&a, &["push", "origin", "main:refs/heads/second"]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(e.contains("nothing was written"), "{e}");
+    assert!(e.contains("once the window resets"), "{e}");
     // Once the window is over, the same push lands the rest.
     limited.store(false, Ordering::SeqCst);
+    std::thread::sleep(Duration::from_secs(4).saturating_sub(limited_at.elapsed()));
     sb.git(
         &a,
         &["push", "-q", "origin", "main", "main:refs/heads/second"],
@@ -333,4 +344,48 @@ fn hostile_servers_give_typed_errors() {
         e.contains("malformed answer") && !e.contains("panicked"),
         "{e}"
     );
+}
+
+#[test]
+fn a_push_above_the_remaining_write_points_is_refused_before_writing() {
+    // 30 write points an hour; the first push spends 6 (pack, repository
+    // and ref records at 2), and its answers say 24 remain.
+    let pds = support::Pds::start_with(|c| {
+        let mut limits = xrpc::RateLimits::reference();
+        limits.writes_hour = xrpc::Limit::per(30, 3600);
+        c.rate_limits = Some(limits);
+    });
+    let did = pds.account("budget.test");
+    let sb = Sandbox::new("budget.test");
+    let u = url(&pds.url, &did, "r");
+    let a = sb.init("a");
+    sb.commit(&a, "f", "one\n");
+    sb.git(&a, &["remote", "add", "origin", &u]);
+    sb.git(&a, &["push", "-q", "origin", "main"]);
+    for i in 0..20 {
+        sb.git(&a, &["tag", &format!("t{i:02}")]);
+    }
+    // 20 tags in applyWrites batches: 60 points, above the 24 left.
+    let before = sb.git(&a, &["ls-remote", &u]);
+    let o = sb.try_git(&a, &["push", "origin", "--tags"]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(e.contains("needs 60 write points"), "{e}");
+    assert!(e.contains("24 remain"), "{e}");
+    assert!(e.contains("nothing was written"), "{e}");
+    assert!(e.contains("push at most 8 refs"), "{e}");
+    assert!(e.contains("git push <remote> refs/tags/t00"), "{e}");
+    assert_eq!(sb.git(&a, &["ls-remote", &u]), before);
+    // Five fit (putRecord creates at 2): they land, announced on one line.
+    let five: Vec<String> = (0..5).map(|i| format!("refs/tags/t{i:02}")).collect();
+    let mut args = vec!["push", "origin"];
+    args.extend(five.iter().map(String::as_str));
+    let o = sb.try_git(&a, &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    let cost: Vec<&str> = e.lines().filter(|l| l.contains("write point")).collect();
+    assert_eq!(cost.len(), 1, "{e}");
+    assert!(cost[0].contains("(5 ref creates x 2)"), "{e}");
+    let ls = sb.git(&a, &["ls-remote", &u]);
+    assert_eq!(ls.lines().count(), before.lines().count() + 5, "{ls}");
 }

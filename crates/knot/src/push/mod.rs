@@ -3,10 +3,12 @@
 //! compare-and-swap (or, with `--atomic`, every write in one `applyWrites`
 //! guarded by `swapCommit`). A failed swap re-reads the ref, checks again
 //! and retries without uploading again. Write points are announced before
-//! anything is written; a rate limit keeps what landed and names the rest.
+//! anything is written, and a push costing more than the PDS's last answer
+//! said remains is refused then (`budget.rs`); a rate limit met anyway
+//! keeps what landed and names the rest.
 //!
-//! `plan.rs` holds the batch's types (a leaf), `atomic.rs` the `--atomic`
-//! landing; the checks and the ref writes' pack lists are `land.rs`'s.
+//! `plan.rs` holds the batch's types (a leaf), `budget.rs` the cost line
+//! and the refusal, `atomic.rs` the `--atomic` landing; the checks and the ref writes' pack lists are `land.rs`'s.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -22,8 +24,10 @@ use crate::records::{
 use crate::remote::{Remote, Swap, swap_from_message};
 use crate::state::{CachedRef, CachedRepo, LastCommit};
 use crate::upload::{Uploaded, pack_and_upload};
+use budget::Cost;
 
 mod atomic;
+mod budget;
 mod plan;
 
 pub(crate) use crate::land::{Plan, RefResult, Verdict, invalid_swap, is_rate_limit, verdict};
@@ -152,40 +156,29 @@ pub async fn push(
         }
         _ => false,
     };
-    let (mut points, mut parts_desc) = (0u32, Vec::new());
-    let mut kinds: BTreeMap<(&str, u32), u32> = BTreeMap::new();
+    let mut cost = Cost::default();
     // Many refs go in applyWrites batches (land.rs), where a create costs 3.
     let batch = !opts.atomic && plans.len() > REF_WRITES_IN_FLIGHT;
     let (c_cost, u_cost) = if opts.atomic || batch { (3, 2) } else { (2, 2) };
     if needs_pack {
-        let cost = if one_request || opts.atomic { 3 } else { 2 };
-        points += cost;
-        parts_desc.push(format!("pack record {cost}"));
+        cost.fixed
+            .push(("pack", if one_request || opts.atomic { 3 } else { 2 }));
     }
     if creates_repo {
-        let cost = if opts.atomic { 3 } else { 2 };
-        points += cost;
-        parts_desc.push(format!("repository record {cost}"));
+        cost.fixed
+            .push(("repository", if opts.atomic { 3 } else { 2 }));
     }
     for (_, p) in &plans {
-        let (what, cost) = match (&p.new, refs.contains_key(&p.dst)) {
+        let (what, c) = match (&p.new, refs.contains_key(&p.dst)) {
             (None, _) => ("delete", 1),
             (Some(_), true) => ("update", u_cost),
             (Some(_), false) => ("create", c_cost),
         };
-        points += cost;
-        parts_desc.push(format!("{what} {} {cost}", p.dst));
-        *kinds.entry((what, cost)).or_insert(0u32) += 1;
+        cost.refs.push((what, p.dst.clone(), c));
     }
-    // Many refs: one summary (counts per kind); the per-ref list under
-    // KNOT_TRACE=1.
-    if plans.len() > REF_WRITES_IN_FLIGHT && std::env::var_os("KNOT_TRACE").is_none() {
-        parts_desc.truncate(parts_desc.len() - plans.len());
-        for ((what, cost), n) in &kinds {
-            parts_desc.push(format!("{n} ref {what}s x {cost}"));
-        }
-    }
+    let points = cost.points();
     out.points = points;
+    // One line: counts per kind; every ref under KNOT_TRACE=1.
     eprintln!(
         "knot: this push {} {points} write point{} ({}){}",
         if opts.dry_run {
@@ -194,13 +187,24 @@ pub async fn push(
             "costs at most"
         },
         if points == 1 { "" } else { "s" },
-        parts_desc.join(", "),
+        cost.describe(crate::trace::on()),
         if opts.atomic {
             " in one applyWrites"
         } else {
             ""
         }
     );
+    // Refused before anything is written when the PDS said less remains.
+    if let Some(why) = cost.refusal(remote.pds.write_allowance()) {
+        eprintln!("{why}");
+        if !opts.dry_run {
+            for (i, _) in &plans {
+                status[*i] = Some(Err("would exceed the PDS's rate limit".into()));
+            }
+            finish(status, &mut out);
+            return Ok(out);
+        }
+    }
     if opts.dry_run {
         for (i, _) in &plans {
             status[*i] = Some(Ok(()));
