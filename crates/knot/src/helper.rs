@@ -274,16 +274,8 @@ pub fn run(url: &str, input: impl BufRead, output: &mut impl Write) -> Result<Ex
                 eprintln!(
                     "knot: the PDS rate-limited this push ({}).\nknot: pushed: {}\nknot: not pushed: {}\nknot: push again {}",
                     l.message,
-                    if pushed.is_empty() {
-                        "(none)".to_owned()
-                    } else {
-                        pushed.join(", ")
-                    },
-                    if not.is_empty() {
-                        "(none)".to_owned()
-                    } else {
-                        not.join(", ")
-                    },
+                    crate::push::ref_list(&pushed),
+                    crate::push::ref_list(&not),
                     l.when()
                 );
                 exit = Exit::RateLimited;

@@ -96,16 +96,17 @@ pub struct WriteAllowance {
 
 impl WriteAllowance {
     /// Folds in a later answer's: within one window the least remaining
-    /// (answers to concurrent writes arrive in any order), a later
-    /// window replaces an earlier one.
+    /// (answers to concurrent writes arrive in any order; a window's
+    /// reset, sent rounded to seconds, may move by one), a later window
+    /// replaces an earlier one.
     pub fn merge(self, later: WriteAllowance) -> WriteAllowance {
-        if later.reset > self.reset {
-            later
-        } else if later.reset == self.reset {
+        if self.reset.abs_diff(later.reset) <= 2 {
             WriteAllowance {
                 remaining: self.remaining.min(later.remaining),
-                reset: self.reset,
+                reset: self.reset.max(later.reset),
             }
+        } else if later.reset > self.reset {
+            later
         } else {
             self
         }

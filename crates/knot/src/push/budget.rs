@@ -87,6 +87,23 @@ impl Cost {
     }
 }
 
+/// Refs named in a message: all of them under `KNOT_TRACE=1`, else the
+/// first few and how many more (a push of thousands stays a short line).
+pub fn ref_list(names: &[&str]) -> String {
+    const SHOWN: usize = 10;
+    if names.is_empty() {
+        return "(none)".into();
+    }
+    if names.len() <= SHOWN || crate::trace::on() {
+        return names.join(", ");
+    }
+    format!(
+        "{} and {} more (KNOT_TRACE=1 names every one)",
+        names[..SHOWN].join(", "),
+        names.len() - SHOWN
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +144,21 @@ mod tests {
             reset: unix_now().saturating_sub(1),
         };
         assert!(c.refusal(Some(old)).is_none());
+        let names: Vec<String> = (0..25).map(|i| format!("t{i}")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        assert_eq!(ref_list(&names[..2]), "t0, t1");
+        if !crate::trace::on() {
+            assert!(ref_list(&names).ends_with("t9 and 15 more (KNOT_TRACE=1 names every one)"));
+        }
+    }
+
+    #[test]
+    fn answers_merge_per_window() {
+        let w = |remaining, reset| WriteAllowance { remaining, reset };
+        // Out of order within a window (reset rounded a second apart).
+        assert_eq!(w(10, 100).merge(w(12, 101)), w(10, 101));
+        // A new window replaces the old one; an older one is ignored.
+        assert_eq!(w(0, 100).merge(w(50, 3700)), w(50, 3700));
+        assert_eq!(w(50, 3700).merge(w(0, 100)), w(50, 3700));
     }
 }

@@ -31,6 +31,7 @@ mod budget;
 mod plan;
 
 pub(crate) use crate::land::{Plan, RefResult, Verdict, invalid_swap, is_rate_limit, verdict};
+pub use budget::ref_list;
 pub use plan::{PushCmd, PushOptions, PushOutcome, REF_WRITES_IN_FLIGHT};
 
 /// Pushes the batch.
