@@ -102,6 +102,27 @@ pub fn rate_limit_of(h: &HeaderMap, message: String) -> RateLimit {
     }
 }
 
+/// The write points a record write's answer says remain: its
+/// `RateLimit-Remaining` and `RateLimit-Reset`, unless its
+/// `RateLimit-Policy` window is under an hour. That is the per-IP request
+/// limit (3,000 per 5 minutes at the reference PDS), which counts
+/// requests, not points, and the headers name it whenever it is the
+/// tightest.
+pub fn allowance_of(h: &HeaderMap) -> Option<WriteAllowance> {
+    let window = h
+        .get("ratelimit-policy")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|p| p.split(';').find_map(|kv| kv.trim().strip_prefix("w=")))
+        .and_then(|w| w.trim().parse::<u64>().ok());
+    if window.is_some_and(|w| w < 3600) {
+        return None;
+    }
+    Some(WriteAllowance {
+        remaining: header_u64(h, "ratelimit-remaining")?,
+        reset: header_u64(h, "ratelimit-reset")?,
+    })
+}
+
 impl Xrpc {
     /// A client of the service at `base` (`http://host:port`), every request
     /// bounded by `timeout`.
@@ -137,13 +158,9 @@ impl Xrpc {
         if !RECORD_WRITES.contains(&op) {
             return;
         }
-        let (Some(remaining), Some(reset)) = (
-            header_u64(h, "ratelimit-remaining"),
-            header_u64(h, "ratelimit-reset"),
-        ) else {
+        let Some(seen) = allowance_of(h) else {
             return;
         };
-        let seen = WriteAllowance { remaining, reset };
         let mut a = self.allowance.lock().unwrap_or_else(|e| e.into_inner());
         *a = Some(a.map_or(seen, |a| a.merge(seen)));
     }
@@ -377,5 +394,54 @@ impl Xrpc {
             .body(Full::new(Bytes::new()))
             .map_err(|e| KnotError::bad(url, e.to_string()))?;
         Ok(self.send(url, req, limit).await?.body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn write_allowance_from_headers() {
+        let h = |policy| {
+            headers(&[
+                ("ratelimit-remaining", "24"),
+                ("ratelimit-reset", "1000"),
+                ("ratelimit-policy", policy),
+            ])
+        };
+        let a = WriteAllowance {
+            remaining: 24,
+            reset: 1000,
+        };
+        assert_eq!(allowance_of(&h("5000;w=3600")), Some(a));
+        assert_eq!(allowance_of(&h("35000;w=86400")), Some(a));
+        // The per-IP request limit counts requests, not points.
+        assert_eq!(allowance_of(&h("3000;w=300")), None);
+        assert_eq!(
+            allowance_of(&headers(&[("ratelimit-remaining", "3")])),
+            None
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_headers_parse_without_panic(r in "[ -~]{0,20}", s in "[ -~]{0,20}", p in "[ -~]{0,30}") {
+            let mut h = HeaderMap::new();
+            for (k, v) in [("ratelimit-remaining", r), ("ratelimit-reset", s), ("ratelimit-policy", p)] {
+                if let Ok(v) = v.parse() {
+                    h.insert(k, v);
+                }
+            }
+            let _ = allowance_of(&h);
+        }
     }
 }
