@@ -222,15 +222,29 @@ impl App {
                 let files = diff::commit_diff(&repo, &c)?;
                 Ok(Reply::html(html::commit_page(&frame("commit"), &c, &files)))
             }
-            Route::Log { rev } => {
+            Route::CommitFile { oid, path } => {
+                let id = ObjectId::from_hex(oid.as_bytes())
+                    .map_err(|_| PathError::BadRevision(oid.clone()))?;
+                let c = mirror::commit(&repo, id)?;
+                let fd = diff::file_diff(&repo, &c, path)?
+                    .ok_or_else(|| ServeError::not_found(format!("{path} in commit {oid}")))?;
+                Ok(Reply::html(html::file_diff_page(&frame("diff"), &c, &fd)))
+            }
+            Route::Log { rev, page } => {
                 let start = mirror::resolve(&repo, rev)?;
-                let mut commits = mirror::log(&repo, start, self.limits.log_page + 1)?;
-                let more = commits.len() > self.limits.log_page;
-                commits.truncate(self.limits.log_page);
+                let per = self.limits.log_page.max(1);
+                let skip = (page - 1).saturating_mul(per);
+                let mut commits = mirror::log(&repo, start, skip, per + 1)?;
+                if commits.is_empty() && *page > 1 {
+                    return Err(ServeError::not_found(format!("log page {page} of {rev}")));
+                }
+                let more = commits.len() > per;
+                commits.truncate(per);
                 Ok(Reply::html(html::log_page(
                     &frame("log"),
                     rev,
                     &commits,
+                    *page,
                     more,
                 )))
             }

@@ -22,6 +22,8 @@ pub enum PathError {
     Separator,
     #[error("revision {0:?} is not a branch, tag or object id")]
     BadRevision(String),
+    #[error("log page {page:?} is not a number from 2 to {max}")]
+    BadPage { page: String, max: usize },
     #[error("no page at this path")]
     NoRoute,
 }

@@ -7,9 +7,9 @@ use std::fmt::Write;
 
 use similar::ChangeTag;
 
-use crate::diff::{Body, FileDiff};
+use crate::diff::{Body, FileDiff, MAX_FILE_DIFF_LINES};
 use crate::mirror::{ChangeKind, CommitInfo, Entry, EntryKind, RefInfo};
-use crate::paths::{encode_path, encode_segment};
+use crate::paths::{MAX_LOG_PAGE, encode_path, encode_segment};
 
 /// Appends `s` with `& < > " '` escaped.
 pub fn escape_into(out: &mut String, s: &str) {
@@ -242,13 +242,29 @@ pub fn commit_page(f: &Frame<'_>, c: &CommitInfo, files: &[FileDiff]) -> String 
     escape_into(&mut o, c.message.trim_end());
     o.push_str("</pre>");
     for fd in files {
-        file_diff(&mut o, fd, &c.id.to_string());
+        file_diff(&mut o, fd, &c.id.to_string(), false);
     }
     page(f, &o)
 }
 
-/// Appends one file's section of a commit's diff; file links point at `rev`.
-fn file_diff(o: &mut String, d: &FileDiff, rev: &str) {
+/// One file of a commit's diff, on its own page.
+pub fn file_diff_page(f: &Frame<'_>, c: &CommitInfo, fd: &FileDiff) -> String {
+    let mut o = String::from("<h2>");
+    escape_into(&mut o, c.summary());
+    let _ = write!(
+        o,
+        "</h2><p class=\"meta\">one file of commit <a href=\"/commit/{}\">{}</a></p>",
+        c.id,
+        short(&c.id)
+    );
+    file_diff(&mut o, fd, &c.id.to_string(), true);
+    page(f, &o)
+}
+
+/// Appends one file's section of a commit's diff; file links point at
+/// `rev`. On the commit page (`own_page` false) a file the line limit cut
+/// or left out links to its own diff page; on that page a cut says so.
+fn file_diff(o: &mut String, d: &FileDiff, rev: &str, own_page: bool) {
     let (word, href_rev) = match d.change.kind {
         ChangeKind::Added => ("added", Some(rev)),
         ChangeKind::Deleted => ("deleted", None),
@@ -269,11 +285,21 @@ fn file_diff(o: &mut String, d: &FileDiff, rev: &str) {
         None => escape_into(o, &d.change.path),
     }
     let _ = write!(o, " <span class=\"meta\">{word}</span></h3>");
+    let own = format!(
+        "/commit/{}/diff/{}",
+        encode_segment(rev),
+        encode_path(&d.change.path)
+    );
     match &d.body {
         Body::Binary => o.push_str("<p class=\"meta\">binary</p>"),
         Body::TooLarge => o.push_str("<p class=\"meta\">too large to diff</p>"),
-        Body::Elided => o.push_str("<p class=\"meta\">diff not shown (line limit)</p>"),
-        Body::Hunks(h) => {
+        Body::Elided => {
+            let _ = write!(
+                o,
+                "<p class=\"meta\">diff not shown (line limit): <a class=\"full-diff\" href=\"{own}\">this file's diff</a></p>"
+            );
+        }
+        Body::Hunks { hunks: h, cut } => {
             o.push_str("<pre>");
             for (header, lines) in h {
                 o.push_str("<span class=\"hunk\">");
@@ -297,13 +323,37 @@ fn file_diff(o: &mut String, d: &FileDiff, rev: &str) {
                 }
             }
             o.push_str("</pre>");
+            match (cut, own_page) {
+                (false, _) => {}
+                (true, false) => {
+                    let _ = write!(
+                        o,
+                        "<p class=\"meta\">diff cut (line limit): <a class=\"full-diff\" href=\"{own}\">the rest of this file's diff</a></p>"
+                    );
+                }
+                (true, true) => {
+                    let _ = write!(
+                        o,
+                        "<p class=\"meta\">diff cut at {} lines; the file itself is whole on its page (linked above)</p>",
+                        MAX_FILE_DIFF_LINES
+                    );
+                }
+            }
         }
     }
     o.push_str("</section>");
 }
 
 /// The log from `rev`.
-pub fn log_page(f: &Frame<'_>, rev: &str, commits: &[CommitInfo], more: bool) -> String {
+/// One page (from 1) of the log from `rev`; `more` when older commits
+/// exist, which links the next page (up to [`MAX_LOG_PAGE`]).
+pub fn log_page(
+    f: &Frame<'_>,
+    rev: &str,
+    commits: &[CommitInfo],
+    page_no: usize,
+    more: bool,
+) -> String {
     let mut o = String::from("<h2>Log of ");
     escape_into(&mut o, rev);
     o.push_str("</h2><ul class=\"log\">");
@@ -311,9 +361,27 @@ pub fn log_page(f: &Frame<'_>, rev: &str, commits: &[CommitInfo], more: bool) ->
         commit_line(&mut o, c);
     }
     o.push_str("</ul>");
-    if more {
-        o.push_str("<p class=\"meta\">(older commits not shown)</p>");
+    let r = encode_segment(rev);
+    o.push_str("<p class=\"meta\">");
+    if page_no == 2 {
+        let _ = write!(o, "<a rel=\"prev\" href=\"/log/{r}\">newer</a> ");
+    } else if page_no > 2 {
+        let _ = write!(
+            o,
+            "<a rel=\"prev\" href=\"/log/{r}/{}\">newer</a> ",
+            page_no - 1
+        );
     }
+    if more && page_no < MAX_LOG_PAGE {
+        let _ = write!(
+            o,
+            "<a rel=\"next\" href=\"/log/{r}/{}\">older</a>",
+            page_no + 1
+        );
+    } else if more {
+        o.push_str("(older commits not shown: the log pages stop here)");
+    }
+    o.push_str("</p>");
     page(f, &o)
 }
 

@@ -246,8 +246,14 @@ pub fn blob(repo: &gix::Repository, id: ObjectId, max: u64) -> Result<Vec<u8>> {
     Ok(repo.find_blob(id).map_err(ServeError::git)?.data.clone())
 }
 
-/// Up to `limit` commits from `start`, newest first (commit-time order).
-pub fn log(repo: &gix::Repository, start: ObjectId, limit: usize) -> Result<Vec<CommitInfo>> {
+/// Up to `limit` commits from `start`, newest first (commit-time order),
+/// after skipping the first `skip` of them (walked, not decoded).
+pub fn log(
+    repo: &gix::Repository,
+    start: ObjectId,
+    skip: usize,
+    limit: usize,
+) -> Result<Vec<CommitInfo>> {
     let walk = repo
         .rev_walk([start])
         .sorting(gix::revision::walk::Sorting::ByCommitTime(
@@ -256,7 +262,7 @@ pub fn log(repo: &gix::Repository, start: ObjectId, limit: usize) -> Result<Vec<
         .all()
         .map_err(ServeError::git)?;
     let mut out = Vec::new();
-    for info in walk.take(limit) {
+    for info in walk.skip(skip).take(limit) {
         let info = info.map_err(ServeError::git)?;
         out.push(commit(repo, info.id)?);
     }

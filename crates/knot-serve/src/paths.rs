@@ -10,13 +10,15 @@
 //! | `/tree/<rev>[/<path>]` | a directory |
 //! | `/blob/<rev>/<path>` | a file, highlighted |
 //! | `/commit/<oid>` | a commit and its diff |
-//! | `/log/<rev>` | the history from `rev` |
+//! | `/commit/<oid>/diff/<path>` | one file of a commit's diff |
+//! | `/log/<rev>[/<page>]` | the history from `rev`, a page at a time |
 //! | `/refs` | branches and tags |
 //! | `/card.png`, `/card/<rev>/<path>` | social cards (PNG) |
 //! | `/style.css` | the stylesheet |
 //!
 //! `<rev>` is one segment: a ref name with its `/` escaped as `%2F`, or a
-//! full 40-hex object id.
+//! full 40-hex object id. `<page>` is a decimal from 2 to [`MAX_LOG_PAGE`]
+//! (page 1 is `/log/<rev>` itself); anything else is a 400.
 
 use percent_encoding::{AsciiSet, CONTROLS, percent_decode_str, utf8_percent_encode};
 
@@ -28,18 +30,40 @@ pub const MAX_PATH: usize = 1024;
 pub const MAX_SEGMENTS: usize = 64;
 /// Longest revision (git's own ref names stay far below this).
 pub const MAX_REV: usize = 255;
+/// Highest log page: each page walks past the commits of those before
+/// it, so the depth one request can ask for is bounded.
+pub const MAX_LOG_PAGE: usize = 200;
 
 /// A page or asset, parsed from a request path.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Route {
     Repo,
-    Tree { rev: String, path: String },
-    File { rev: String, path: String },
-    Commit { oid: String },
-    Log { rev: String },
+    Tree {
+        rev: String,
+        path: String,
+    },
+    File {
+        rev: String,
+        path: String,
+    },
+    Commit {
+        oid: String,
+    },
+    CommitFile {
+        oid: String,
+        path: String,
+    },
+    /// `page` counts from 1.
+    Log {
+        rev: String,
+        page: usize,
+    },
     Refs,
     RepoCard,
-    FileCard { rev: String, path: String },
+    FileCard {
+        rev: String,
+        path: String,
+    },
     Style,
 }
 
@@ -129,6 +153,33 @@ fn revision(seg: &str) -> Result<String, PathError> {
     Ok(s)
 }
 
+/// A full lower-case 40-hex object id.
+fn object_id(seg: &str) -> Result<String, PathError> {
+    let o = decode(seg)?;
+    if o.len() != 40 || !o.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return Err(PathError::BadRevision(o));
+    }
+    Ok(o)
+}
+
+/// A log page number: plain decimal digits, 2..=[`MAX_LOG_PAGE`] (page 1
+/// has no number, so each page has one address).
+fn log_page(seg: &str) -> Result<usize, PathError> {
+    let s = decode(seg)?;
+    let n = if s.len() <= 4 && !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        s.parse::<usize>().ok()
+    } else {
+        None
+    };
+    match n {
+        Some(n) if (2..=MAX_LOG_PAGE).contains(&n) && !s.starts_with('0') => Ok(n),
+        _ => Err(PathError::BadPage {
+            page: s,
+            max: MAX_LOG_PAGE,
+        }),
+    }
+}
+
 /// A path inside the repository, from the remaining segments.
 fn repo_path(segs: &[&str]) -> Result<String, PathError> {
     let parts = segs
@@ -170,14 +221,19 @@ impl Route {
             ["card.png"] => Ok(Route::RepoCard),
             ["log", rev] => Ok(Route::Log {
                 rev: revision(rev)?,
+                page: 1,
             }),
-            ["commit", oid] => {
-                let o = decode(oid)?;
-                if o.len() != 40 || !o.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-                    return Err(PathError::BadRevision(o));
-                }
-                Ok(Route::Commit { oid: o })
-            }
+            ["log", rev, page] => Ok(Route::Log {
+                rev: revision(rev)?,
+                page: log_page(page)?,
+            }),
+            ["commit", oid] => Ok(Route::Commit {
+                oid: object_id(oid)?,
+            }),
+            ["commit", oid, "diff", p @ ..] if !p.is_empty() => Ok(Route::CommitFile {
+                oid: object_id(oid)?,
+                path: repo_path(p)?,
+            }),
             ["tree", rev, p @ ..] => Ok(Route::Tree {
                 rev: revision(rev)?,
                 path: repo_path(p)?,
@@ -224,6 +280,21 @@ mod tests {
             })
         );
         assert_eq!(
+            Route::parse("/log/feature%2Fx/200"),
+            Ok(Route::Log {
+                rev: "feature/x".into(),
+                page: 200
+            })
+        );
+        let oid = "0123456789abcdef0123456789abcdef01234567";
+        assert_eq!(
+            Route::parse(&format!("/commit/{oid}/diff/src/a%20b.rs")),
+            Ok(Route::CommitFile {
+                oid: oid.into(),
+                path: "src/a b.rs".into()
+            })
+        );
+        assert_eq!(
             Route::parse("/tree/main"),
             Ok(Route::Tree {
                 rev: "main".into(),
@@ -266,6 +337,25 @@ mod tests {
             Route::parse(&format!("/tree/main{}", "/a".repeat(70))),
             Err(TooDeep { .. })
         ));
+        for p in [
+            "/log/main/0",
+            "/log/main/1",
+            "/log/main/02",
+            "/log/main/201",
+            "/log/main/x",
+            "/log/main/-2",
+            "/log/main/99999999999999999999",
+        ] {
+            assert!(matches!(Route::parse(p), Err(BadPage { .. })), "{p}");
+        }
+        assert!(matches!(
+            Route::parse("/commit/abc/diff/a.rs"),
+            Err(BadRevision(_))
+        ));
+        assert!(matches!(
+            Route::parse(&format!("/commit/{}/diff/../x", "a".repeat(40))),
+            Err(DotSegment(_))
+        ));
         assert_eq!(Route::parse("/nope/../x"), Err(DotSegment("..".into())));
         assert_eq!(Route::parse("/nope"), Err(NoRoute));
         assert_eq!(Route::parse("relative"), Err(NoRoute));
@@ -278,7 +368,8 @@ mod tests {
         fn parsed_paths_are_clean(s in "/[a-z%./0-9A-F\\x00-\\x1f]{0,40}") {
             if let Ok(r) = Route::parse(&s) {
                 let path = match r {
-                    Route::Tree { path, .. } | Route::File { path, .. } | Route::FileCard { path, .. } => path,
+                    Route::Tree { path, .. } | Route::File { path, .. } | Route::FileCard { path, .. }
+                    | Route::CommitFile { path, .. } => path,
                     _ => String::new(),
                 };
                 proptest::prop_assert!(!path.starts_with('/'));

@@ -259,10 +259,12 @@ fn caches_stay_within_their_budgets() {
         "/card.png",
     ];
     // A budget every card fits (a quarter of it is the largest card) but
-    // all five do not.
+    // all five do not. Measured on an app of its own: drawing on the
+    // shared one would race `cards_are_pngs_drawn_once`'s entry count.
+    let measure = App::open("demo", &s.f.mirror, Limits::default()).unwrap();
     let largest = cards
         .iter()
-        .map(|p| s.app.handle(p).unwrap().body.len())
+        .map(|p| measure.handle(p).unwrap().body.len())
         .max()
         .unwrap();
     let budget = largest * 4;
@@ -291,4 +293,130 @@ fn caches_stay_within_their_budgets() {
     }
     let (_, _, c) = app.cache_stats();
     assert!(c.entries < 5, "every card kept despite the budget: {c:?}");
+}
+
+/// A repository of 61 commits on `main`, the newest adding `big.txt`
+/// (6,000 lines, over the commit page's line limit) and `small.txt`
+/// after it; (fixture, server, commit ids oldest first).
+fn long_history() -> (tempfile::TempDir, Running, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    git(&work, &home, &["init", "-q", "-b", "main"]);
+    let mut ids = Vec::new();
+    for i in 0..60 {
+        git(
+            &work,
+            &home,
+            &[
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                &format!("step {i:02}"),
+            ],
+        );
+        ids.push(git(&work, &home, &["rev-parse", "HEAD"]));
+    }
+    let big: String = (0..6000).map(|i| format!("line {i}\n")).collect();
+    write(&work, "big.txt", big.as_bytes());
+    write(&work, "small.txt", b"small\n");
+    git(&work, &home, &["add", "-A"]);
+    git(&work, &home, &["commit", "-q", "-m", "big"]);
+    ids.push(git(&work, &home, &["rev-parse", "HEAD"]));
+    let mirror = dir.path().join("mirror.git");
+    git(
+        dir.path(),
+        &home,
+        &["clone", "-q", "--bare", "work", mirror.to_str().unwrap()],
+    );
+    let app = Arc::new(App::open("long", &mirror, Limits::default()).unwrap());
+    let server = server::spawn(
+        app,
+        "127.0.0.1:0".parse().unwrap(),
+        ServerConfig::default(),
+        2,
+    )
+    .unwrap();
+    (dir, server, ids)
+}
+
+#[test]
+fn log_pages_and_per_file_diffs() {
+    let (_dir, server, ids) = long_history();
+    let a = server.addr();
+    let ok = |path: &str| {
+        let (st, head, body) = get(a, path);
+        assert_eq!(st, 200, "{path}: {head}\n{}", text(&body));
+        text(&body)
+    };
+    let shown = |p: &str| -> Vec<String> {
+        ids.iter()
+            .filter(|c| p.contains(&format!("/commit/{c}\"")))
+            .cloned()
+            .collect()
+    };
+    // Page 1: the newest 50 and a link to page 2.
+    let p1 = ok("/log/main");
+    let first = shown(&p1);
+    assert_eq!(first.len(), 50, "{p1}");
+    assert!(
+        p1.contains("<a rel=\"next\" href=\"/log/main/2\">older</a>"),
+        "{p1}"
+    );
+    assert!(!p1.contains("newer"), "{p1}");
+    assert!(p1.contains("step 11") && !p1.contains("step 10"), "{p1}");
+    // Page 2 starts where page 1 stopped: the other 11, no older link.
+    let p2 = ok("/log/main/2");
+    let second = shown(&p2);
+    assert_eq!(second.len(), 11, "{p2}");
+    assert!(second.iter().all(|c| !first.contains(c)));
+    assert!(p2.contains("step 10") && p2.contains("step 00"), "{p2}");
+    assert!(!p2.contains("step 11"), "{p2}");
+    assert!(
+        p2.contains("<a rel=\"prev\" href=\"/log/main\">newer</a>"),
+        "{p2}"
+    );
+    assert!(!p2.contains("older"), "{p2}");
+    // Past the end: 404; a bad cursor: 400, never a panic.
+    assert_eq!(get(a, "/log/main/3").0, 404);
+    for bad in [
+        "/log/main/0",
+        "/log/main/1",
+        "/log/main/abc",
+        "/log/main/201",
+        "/log/main/%ff",
+        "/log/main/2/3",
+    ] {
+        let (st, _, body) = get(a, bad);
+        assert!(
+            st == 400 || (bad == "/log/main/2/3" && st == 404),
+            "{bad}: {st} {}",
+            text(&body)
+        );
+    }
+    // The big commit: big.txt cut at the limit, small.txt left out; both
+    // link their own diff page.
+    let big = ids.last().unwrap();
+    let c = ok(&format!("/commit/{big}"));
+    assert!(c.contains("+line 4999<"), "{c}");
+    assert!(!c.contains("+line 5000<"), "cut at 5,000 lines");
+    let big_link = format!("href=\"/commit/{big}/diff/big.txt\"");
+    let small_link = format!("href=\"/commit/{big}/diff/small.txt\"");
+    assert!(c.contains(&big_link), "{c}");
+    assert!(c.contains(&small_link), "{c}");
+    let f = ok(&format!("/commit/{big}/diff/big.txt"));
+    assert!(
+        f.contains("+line 5000<") && f.contains("+line 5999<"),
+        "lines past the cut"
+    );
+    assert!(!f.contains("diff cut"), "whole under its own bound");
+    let s = ok(&format!("/commit/{big}/diff/small.txt"));
+    assert!(s.contains("+small<"), "{s}");
+    // A file the commit did not change, a bad id, a hostile path.
+    assert_eq!(get(a, &format!("/commit/{big}/diff/nope.txt")).0, 404);
+    assert_eq!(get(a, "/commit/HEAD/diff/big.txt").0, 400);
+    assert_eq!(get(a, &format!("/commit/{big}/diff/%2e%2e/x")).0, 400);
 }
