@@ -14,38 +14,20 @@
 #[path = "support/prefect.rs"]
 mod prefect_venv;
 
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::Arc;
+#[path = "support/http.rs"]
+mod http;
 
-use appview::AppView;
-use appview::rest::{RestConfig, spawn};
+use appview::rest::RestConfig;
+use http::start;
 
 #[test]
 fn prefects_own_client_drives_the_appview_unchanged() {
     let Some(python) = prefect_venv::python_or_skip("prefect_client") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let app =
-        Arc::new(AppView::open(&dir.path().join("appview"), store::Config::default()).unwrap());
-    let server = spawn(
-        app.clone(),
-        RestConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            workers: 1,
-            ..RestConfig::default()
-        },
-    )
-    .unwrap();
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/prefect/client.py");
-    let out = Command::new(python)
-        .arg(script)
-        .env("PREFECT_API_URL", server.api_url())
-        .env("PREFECT_HOME", dir.path().join("prefect-home"))
-        .env("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    let (dir, app, server) = start(1, RestConfig::default());
+    let out = prefect_venv::client_command(&python, "client.py", &server.api_url(), dir.path())
         .env("PREFECT_LOGGING_LEVEL", "WARNING")
-        .env_remove("PREFECT_API_KEY")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

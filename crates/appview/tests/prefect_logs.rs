@@ -15,59 +15,25 @@
 //! Without the venv: a batch is refused whole (a bad line, too many
 //! lines, too many bytes) and the filter's parts, sorts and pages hold.
 
+#[path = "support/http.rs"]
+mod http;
 #[path = "support/prefect.rs"]
 mod prefect_venv;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::Arc;
-use std::time::Duration;
 
-use appview::AppView;
-use appview::rest::{RestConfig, RunningRest, spawn};
+use appview::rest::{RestConfig, RunningRest};
+use http::{send, start};
 use serde_json::{Value, json};
-
-fn call(server: &RunningRest, method: &str, path: &str, text: &str) -> (u16, Value) {
-    let mut s = TcpStream::connect(server.addr()).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{text}",
-        text.len()
-    )
-    .unwrap();
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    let status = out[9..12].parse().unwrap();
-    let body = out.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    (status, serde_json::from_str(body).unwrap_or(Value::Null))
-}
-
-fn start(config: RestConfig) -> (tempfile::TempDir, Arc<AppView>, RunningRest) {
-    let dir = tempfile::tempdir().unwrap();
-    let app =
-        Arc::new(AppView::open(&dir.path().join("appview"), store::Config::default()).unwrap());
-    let server = spawn(
-        app.clone(),
-        RestConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            workers: 2,
-            ..config
-        },
-    )
-    .unwrap();
-    (dir, app, server)
-}
 
 /// Every line of `filter` (`logs` part), paged by 200 as the CLI pages.
 fn all_lines(server: &RunningRest, filter: &Value, sort: &str) -> Vec<Value> {
     let mut out = Vec::new();
     loop {
         let body = json!({"logs": filter, "sort": sort, "offset": out.len(), "limit": 200});
-        let (status, page) = call(server, "POST", "/api/logs/filter", &body.to_string());
+        let (status, page) = send(server, "POST", "/api/logs/filter", &body.to_string());
         assert_eq!(status, 200, "{page}");
         let page = page.as_array().unwrap().clone();
         let n = page.len();
@@ -95,16 +61,10 @@ fn a_users_log_lines_are_all_kept_and_the_cli_reads_them() {
     let Some(python) = prefect_venv::python_or_skip("prefect_logs") else {
         return;
     };
-    let (dir, _app, server) = start(RestConfig::default());
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/prefect/user_logs.py");
-    let out = Command::new(python)
-        .arg(script)
+    let (dir, _app, server) = start(2, RestConfig::default());
+    let out = prefect_venv::client_command(&python, "user_logs.py", &server.api_url(), dir.path())
         .current_dir(dir.path())
-        .env("PREFECT_API_URL", server.api_url())
-        .env("PREFECT_HOME", dir.path().join("prefect-home"))
-        .env("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
         .env("COLUMNS", "200")
-        .env_remove("PREFECT_API_KEY")
         .env_remove("PREFECT_LOGGING_LEVEL")
         .output()
         .unwrap();
@@ -164,7 +124,7 @@ fn a_users_log_lines_are_all_kept_and_the_cli_reads_them() {
         assert!(has(&format!("task {n} prints"), 20, true), "log_prints");
     }
     // The task lines name task runs of this flow run.
-    let (_, trs) = call(
+    let (_, trs) = send(
         &server,
         "POST",
         "/api/task_runs/filter",
@@ -239,22 +199,25 @@ fn line(i: usize, run: &str, task: Option<&str>, level: i64) -> Value {
 
 #[test]
 fn batches_are_refused_whole_and_the_filter_pages_and_sorts() {
-    let (_dir, app, server) = start(RestConfig {
-        max_log_batch_bytes: 512 * 1024,
-        ..RestConfig::default()
-    });
+    let (_dir, app, server) = start(
+        2,
+        RestConfig {
+            max_log_batch_bytes: 512 * 1024,
+            ..RestConfig::default()
+        },
+    );
     let run = "b8932a69-6bc4-460d-9f8d-38c4a202fec1";
     let task = "c8932a69-6bc4-460d-9f8d-38c4a202fec2";
     // A bad line refuses the batch: nothing written.
     let bad = json!([line(0, run, None, 20), {"name": "n", "level": "x", "message": "m",
         "timestamp": "2026-12-07T10:00:00Z"}]);
-    let (status, body) = call(&server, "POST", "/api/logs/", &bad.to_string());
+    let (status, body) = send(&server, "POST", "/api/logs/", &bad.to_string());
     assert_eq!(status, 422, "{body}");
     assert_eq!(
         body["exception_detail"][0]["loc"],
         json!(["body", 1, "level"])
     );
-    let (status, body) = call(
+    let (status, body) = send(
         &server,
         "POST",
         "/api/logs/",
@@ -265,7 +228,7 @@ fn batches_are_refused_whole_and_the_filter_pages_and_sorts() {
     assert_eq!(status, 422, "Prefect's server refuses worker_id: {body}");
     // Too many lines (a list of nulls: few bytes), too many bytes.
     let many = format!("[{}null]", "null,".repeat(50_000));
-    let (status, body) = call(&server, "POST", "/api/logs/", &many);
+    let (status, body) = send(&server, "POST", "/api/logs/", &many);
     assert_eq!(
         (status, &body["exception_detail"][0]["type"]),
         (422, &json!("too_long"))
@@ -294,7 +257,7 @@ fn batches_are_refused_whole_and_the_filter_pages_and_sorts() {
             )
         })
         .collect();
-    let (status, body) = call(
+    let (status, body) = send(
         &server,
         "POST",
         "/api/logs/",
@@ -352,10 +315,10 @@ fn batches_are_refused_whole_and_the_filter_pages_and_sorts() {
         .filter(|i| (10..20).contains(&(i % 60)) && matches!(i % 5, 1 | 2))
         .count();
     assert_eq!(window.len(), expected);
-    let (status, body) = call(&server, "POST", "/api/logs/filter", r#"{"limit": 201}"#);
+    let (status, body) = send(&server, "POST", "/api/logs/filter", r#"{"limit": 201}"#);
     assert_eq!(status, 422, "{body}");
     assert!(body["detail"].as_str().unwrap().contains("Invalid limit"));
-    let (status, _) = call(
+    let (status, _) = send(
         &server,
         "POST",
         "/api/logs/filter",

@@ -15,6 +15,8 @@
 //! Without the venv it skips with the reason; under `BENCH_REQUIRE_LIVE=1`
 //! (CI) it fails instead.
 
+#[path = "support/http.rs"]
+mod http;
 #[path = "support/prefect.rs"]
 mod prefect_venv;
 // Flows with parameters of every JSON type and the flow CLI, in this
@@ -23,61 +25,21 @@ mod prefect_venv;
 mod user_params;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::Arc;
-use std::time::Duration;
 
-use appview::AppView;
-use appview::rest::{RestConfig, RunningRest, spawn};
+use appview::rest::RestConfig;
+use http::{call, start};
 use serde_json::{Value, json};
-
-fn call(server: &RunningRest, method: &str, path: &str, body: &Value) -> (u16, Value) {
-    let text = body.to_string();
-    let mut s = TcpStream::connect(server.addr()).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{text}",
-        text.len()
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let status = out[9..12].parse().unwrap();
-    let body = out.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    (status, serde_json::from_str(body).unwrap_or(Value::Null))
-}
 
 #[test]
 fn a_users_flows_and_tasks_run_unchanged_and_every_reported_state_is_kept() {
     let Some(python) = prefect_venv::python_or_skip("prefect_tasks") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let app =
-        Arc::new(AppView::open(&dir.path().join("appview"), store::Config::default()).unwrap());
-    let server = spawn(
-        app.clone(),
-        RestConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            workers: 2,
-            ..RestConfig::default()
-        },
-    )
-    .unwrap();
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/prefect/user_flows.py");
-    let out = Command::new(python)
-        .arg(script)
+    let (dir, app, server) = start(2, RestConfig::default());
+    let out = prefect_venv::client_command(&python, "user_flows.py", &server.api_url(), dir.path())
         .current_dir(dir.path())
-        .env("PREFECT_API_URL", server.api_url())
-        .env("PREFECT_HOME", dir.path().join("prefect-home"))
-        .env("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
         .env("PREFECT_LOGGING_LEVEL", "WARNING")
         .env("COLUMNS", "200")
-        .env_remove("PREFECT_API_KEY")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

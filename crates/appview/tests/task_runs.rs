@@ -5,55 +5,19 @@
 //! Prefect's shape, `/events/in`'s auth handshake and message bound, a
 //! resent event recorded once, and the index equal to its rebuild.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::sync::Arc;
-use std::time::Duration;
+#[path = "support/http.rs"]
+mod http;
 
-use appview::AppView;
-use appview::rest::{RestConfig, RunningRest, spawn, time};
+use std::net::TcpStream;
+
+use appview::rest::{RestConfig, time};
+use http::call;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::{Message, client::client};
 
-fn start() -> (tempfile::TempDir, Arc<AppView>, RunningRest) {
-    let dir = tempfile::tempdir().unwrap();
-    let app = Arc::new(AppView::open(dir.path(), store::Config::default()).unwrap());
-    let server = spawn(
-        app.clone(),
-        RestConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            workers: 1,
-            ..RestConfig::default()
-        },
-    )
-    .unwrap();
-    (dir, app, server)
-}
-
-fn call(server: &RunningRest, method: &str, path: &str, body: &Value) -> (u16, Value) {
-    let text = if body.is_null() {
-        String::new()
-    } else {
-        body.to_string()
-    };
-    let mut s = TcpStream::connect(server.addr()).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{text}",
-        text.len()
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let status = out[9..12].parse().unwrap();
-    let body = out.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    (status, serde_json::from_str(body).unwrap_or(Value::Null))
-}
-
 #[test]
 fn task_runs_are_created_moved_read_filtered_and_counted() {
-    let (_dir, app, s) = start();
+    let (_dir, app, s) = http::start(1, RestConfig::default());
     let (_, flow) = call(&s, "POST", "/api/flows/", &json!({"name": "f"}));
     let (st, fr) = call(
         &s,
@@ -199,7 +163,7 @@ fn event(id: &str, run: &str, ty: &str, name: &str) -> String {
 
 #[test]
 fn the_events_socket_authenticates_bounds_and_records_each_event_once() {
-    let (_dir, app, s) = start();
+    let (_dir, app, s) = http::start(1, RestConfig::default());
     let url = format!("ws://{}/api/events/in", s.addr());
     // A first message that is not the auth message: auth_failure, closed.
     let (mut ws, resp) = client(

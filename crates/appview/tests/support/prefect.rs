@@ -3,7 +3,7 @@
 //! skips with the reason (install it with `python3 scripts/prefect_venv.py`);
 //! under `BENCH_REQUIRE_LIVE=1` (CI) a missing venv fails the test instead.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The venv's python, or why it is not there.
@@ -37,4 +37,22 @@ pub fn python_or_skip(test: &str) -> Option<PathBuf> {
             None
         }
     }
+}
+
+/// `python` running `tests/prefect/<script>` as a Prefect user's process
+/// against `api_url`: its Prefect home under `dir`, analytics off, and no
+/// API key of this machine's environment.
+pub fn client_command(python: &Path, script: &str, api_url: &str, dir: &Path) -> Command {
+    let mut command = Command::new(python);
+    command
+        .arg(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/prefect")
+                .join(script),
+        )
+        .env("PREFECT_API_URL", api_url)
+        .env("PREFECT_HOME", dir.join("prefect-home"))
+        .env("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+        .env_remove("PREFECT_API_KEY");
+    command
 }

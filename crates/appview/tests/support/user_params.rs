@@ -11,46 +11,29 @@
 //! through the REST API (its state, its parameters equal to those sent)
 //! and checks the index equals one rebuilt from the repository.
 
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::Arc;
-
-use appview::AppView;
-use appview::rest::{RestConfig, spawn};
+use appview::rest::RestConfig;
 use serde_json::{Value, json};
 
-use super::call;
+use super::http::{call, start};
 
 #[test]
 fn a_users_flows_with_parameters_of_every_type_run_unchanged_and_read_back_as_sent() {
     let Some(python) = super::prefect_venv::python_or_skip("user_params") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let app =
-        Arc::new(AppView::open(&dir.path().join("appview"), store::Config::default()).unwrap());
-    let server = spawn(
-        app.clone(),
-        RestConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            workers: 2,
-            ..RestConfig::default()
-        },
-    )
-    .unwrap();
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/prefect/user_params.py");
+    let (dir, app, server) = start(2, RestConfig::default());
     let started = std::time::Instant::now();
-    let out = Command::new(python)
-        .arg(script)
-        .current_dir(dir.path())
-        .env("PREFECT_API_URL", server.api_url())
-        .env("PREFECT_HOME", dir.path().join("prefect-home"))
-        .env("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-        .env("PREFECT_LOGGING_LEVEL", "WARNING")
-        .env("COLUMNS", "200")
-        .env_remove("PREFECT_API_KEY")
-        .output()
-        .unwrap();
+    let out = super::prefect_venv::client_command(
+        &python,
+        "user_params.py",
+        &server.api_url(),
+        dir.path(),
+    )
+    .current_dir(dir.path())
+    .env("PREFECT_LOGGING_LEVEL", "WARNING")
+    .env("COLUMNS", "200")
+    .output()
+    .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     println!("{stdout}");
     println!("user_params.py: {:.1} s", started.elapsed().as_secs_f64());
