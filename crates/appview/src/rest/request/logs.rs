@@ -233,6 +233,7 @@ mod tests {
 
     use super::*;
     use crate::rest::request::Loc;
+    use crate::rest::request::tests::json_tree;
 
     #[test]
     fn a_client_batch_and_the_cli_filter_parse() {
@@ -334,14 +335,7 @@ mod tests {
             Just("message"),
             Just("bogus"),
         ];
-        leaf.prop_recursive(4, 48, 6, move |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                proptest::collection::vec((keys.clone(), inner), 0..5).prop_map(
-                    |kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
-                ),
-            ]
-        })
+        json_tree(leaf, keys)
     }
 
     proptest! {

@@ -119,6 +119,22 @@ mod tests {
 
     /// JSON built from the request models' own keys and values, so the
     /// parsers' deep paths are reached.
+    /// Bodies of `leaf` values in arrays and objects (keys from `keys`)
+    /// nested up to four deep: the request parsers' property tests.
+    pub(super) fn json_tree(
+        leaf: impl Strategy<Value = Value> + 'static,
+        keys: impl Strategy<Value = &'static str> + Clone + 'static,
+    ) -> impl Strategy<Value = Value> {
+        leaf.prop_recursive(4, 48, 6, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::vec((keys.clone(), inner), 0..5).prop_map(
+                    |kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+                ),
+            ]
+        })
+    }
+
     fn arb_body() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             Just(Value::Null),
@@ -178,14 +194,7 @@ mod tests {
             Just("labels"),
             Just("bogus"),
         ];
-        leaf.prop_recursive(4, 48, 6, move |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                proptest::collection::vec((keys.clone(), inner), 0..5).prop_map(
-                    |kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
-                ),
-            ]
-        })
+        json_tree(leaf, keys)
     }
 
     proptest! {
