@@ -120,6 +120,8 @@ pub fn string_value(s: &str) -> String {
 }
 
 /// Appends `s` as Python's `json.dumps(s, ensure_ascii=False)` writes it.
+// Not `codec::json_text::push_string`: Python writes U+0008 and U+000C as
+// `\b` and `\f`, where codec writes `\u0008` and `\u000c`.
 pub fn push_string(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
     out.push('"');
