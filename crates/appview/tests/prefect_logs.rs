@@ -62,21 +62,16 @@ fn a_users_log_lines_are_all_kept_and_the_cli_reads_them() {
         return;
     };
     let (dir, _app, server) = start(2, RestConfig::default());
-    let out = prefect_venv::client_command(&python, "user_logs.py", &server.api_url(), dir.path())
-        .current_dir(dir.path())
-        .env("COLUMNS", "200")
-        .env_remove("PREFECT_LOGGING_LEVEL")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    println!("{stdout}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the script failed: {stderr}");
+    let (summary, stderr) = prefect_venv::run_script(
+        prefect_venv::client_command(&python, "user_logs.py", &server.api_url(), dir.path())
+            .current_dir(dir.path())
+            .env("COLUMNS", "200")
+            .env_remove("PREFECT_LOGGING_LEVEL"),
+    );
     assert!(
         !stderr.contains("Error logging to API") && !stderr.contains("Unable to connect to"),
         "the client lost lines or events: {stderr}"
     );
-    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
     assert_eq!(summary["state"], "COMPLETED");
     let run = summary["flow_run_id"].as_str().unwrap();
     let other = summary["other_run_id"].as_str().unwrap();

@@ -27,7 +27,7 @@ mod user_params;
 use std::collections::{BTreeMap, BTreeSet};
 
 use appview::rest::RestConfig;
-use http::{call, start};
+use http::{call, start, stop_checked};
 use serde_json::{Value, json};
 
 #[test]
@@ -36,21 +36,16 @@ fn a_users_flows_and_tasks_run_unchanged_and_every_reported_state_is_kept() {
         return;
     };
     let (dir, app, server) = start(2, RestConfig::default());
-    let out = prefect_venv::client_command(&python, "user_flows.py", &server.api_url(), dir.path())
-        .current_dir(dir.path())
-        .env("PREFECT_LOGGING_LEVEL", "WARNING")
-        .env("COLUMNS", "200")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    println!("{stdout}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the script failed: {stderr}");
+    let (summary, stderr) = prefect_venv::run_script(
+        prefect_venv::client_command(&python, "user_flows.py", &server.api_url(), dir.path())
+            .current_dir(dir.path())
+            .env("PREFECT_LOGGING_LEVEL", "WARNING")
+            .env("COLUMNS", "200"),
+    );
     assert!(
         !stderr.contains("Unable to connect to") && !stderr.contains("failed to process item"),
         "the client lost events: {stderr}"
     );
-    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
     assert_eq!(summary["ls_rc"], 0, "prefect task-run ls");
     assert_eq!(summary["inspect_rc"], 0, "prefect task-run inspect");
     let inspected = summary["inspected"].as_str().unwrap();
@@ -162,12 +157,5 @@ fn a_users_flows_and_tasks_run_unchanged_and_every_reported_state_is_kept() {
         "the failing task"
     );
 
-    let index = app.index();
-    assert_eq!(
-        *index,
-        app.rebuild_index().unwrap(),
-        "the index is the repository's"
-    );
-    drop(index);
-    server.shutdown();
+    stop_checked(&app, server);
 }

@@ -33,6 +33,17 @@ pub fn start(workers: usize, config: RestConfig) -> (tempfile::TempDir, Arc<AppV
     (dir, app, server)
 }
 
+/// Checks the index equals one rebuilt from the repository, then stops
+/// the server.
+pub fn stop_checked(app: &AppView, server: RunningRest) {
+    assert_eq!(
+        *app.index(),
+        app.rebuild_index().unwrap(),
+        "the index is the repository's"
+    );
+    server.shutdown();
+}
+
 /// `text` as the body of one request: (status, body as JSON, `null` when
 /// it is not JSON).
 pub fn send(server: &RunningRest, method: &str, path: &str, text: &str) -> (u16, Value) {

@@ -56,3 +56,16 @@ pub fn client_command(python: &Path, script: &str, api_url: &str, dir: &Path) ->
         .env_remove("PREFECT_API_KEY");
     command
 }
+
+/// Runs `command`, a script that prints its summary as JSON on its last
+/// line of stdout (printed here): the summary and the script's stderr;
+/// panics if the script failed.
+pub fn run_script(command: &mut Command) -> (serde_json::Value, String) {
+    let out = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "the script failed: {stderr}");
+    let summary = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    (summary, stderr)
+}

@@ -14,7 +14,7 @@
 use appview::rest::RestConfig;
 use serde_json::{Value, json};
 
-use super::http::{call, start};
+use super::http::{call, start, stop_checked};
 
 #[test]
 fn a_users_flows_with_parameters_of_every_type_run_unchanged_and_read_back_as_sent() {
@@ -23,23 +23,18 @@ fn a_users_flows_with_parameters_of_every_type_run_unchanged_and_read_back_as_se
     };
     let (dir, app, server) = start(2, RestConfig::default());
     let started = std::time::Instant::now();
-    let out = super::prefect_venv::client_command(
-        &python,
-        "user_params.py",
-        &server.api_url(),
-        dir.path(),
-    )
-    .current_dir(dir.path())
-    .env("PREFECT_LOGGING_LEVEL", "WARNING")
-    .env("COLUMNS", "200")
-    .output()
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    println!("{stdout}");
+    let (summary, _) = super::prefect_venv::run_script(
+        super::prefect_venv::client_command(
+            &python,
+            "user_params.py",
+            &server.api_url(),
+            dir.path(),
+        )
+        .current_dir(dir.path())
+        .env("PREFECT_LOGGING_LEVEL", "WARNING")
+        .env("COLUMNS", "200"),
+    );
     println!("user_params.py: {:.1} s", started.elapsed().as_secs_f64());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the script failed: {stderr}");
-    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
 
     let runs = summary["runs"].as_object().unwrap();
     let expected = [
@@ -104,12 +99,5 @@ fn a_users_flows_with_parameters_of_every_type_run_unchanged_and_read_back_as_se
         "{text}"
     );
 
-    let index = app.index();
-    assert_eq!(
-        *index,
-        app.rebuild_index().unwrap(),
-        "the index is the repository's"
-    );
-    drop(index);
-    server.shutdown();
+    stop_checked(&app, server);
 }
