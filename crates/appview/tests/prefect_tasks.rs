@@ -27,7 +27,7 @@ mod user_params;
 use std::collections::{BTreeMap, BTreeSet};
 
 use appview::rest::RestConfig;
-use http::{call, start, stop_checked};
+use http::{call, get, start, stop_checked};
 use serde_json::{Value, json};
 
 #[test]
@@ -66,12 +66,7 @@ fn a_users_flows_and_tasks_run_unchanged_and_every_reported_state_is_kept() {
     for (name, state) in expected_final {
         let id = runs[name]["flow_run_id"].as_str().unwrap();
         assert_eq!(runs[name]["state"], state, "{name}: the client's view");
-        let (status, run) = call(
-            &server,
-            "GET",
-            &format!("/api/flow_runs/{id}"),
-            &Value::Null,
-        );
+        let (status, run) = get(&server, &format!("/api/flow_runs/{id}"));
         assert_eq!(status, 200, "{name}");
         assert_eq!(run["state_type"], state, "{name}: the server's");
         let (_, trs) = call(
@@ -118,12 +113,7 @@ fn a_users_flows_and_tasks_run_unchanged_and_every_reported_state_is_kept() {
     assert_eq!(count.as_u64().unwrap() as usize, last.len() + 1);
     assert!(!last.contains_key(tracking[0]["id"].as_str().unwrap()));
     for (tr, (_, ty)) in &last {
-        let (status, run) = call(
-            &server,
-            "GET",
-            &format!("/api/task_runs/{tr}"),
-            &Value::Null,
-        );
+        let (status, run) = get(&server, &format!("/api/task_runs/{tr}"));
         assert_eq!(status, 200, "{tr}");
         assert_eq!(run["state_type"], *ty, "{tr}");
         assert_eq!(run["state"]["type"], *ty, "{tr}");

@@ -11,7 +11,7 @@ mod http;
 use std::net::TcpStream;
 
 use appview::rest::{RestConfig, time};
-use http::call;
+use http::{call, get};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::{Message, client::client};
 
@@ -66,22 +66,12 @@ fn task_runs_are_created_moved_read_filtered_and_counted() {
         json!({"state": {"type": "RUNNING"}, "force": true}),
     );
     assert_eq!(st, 201, "force");
-    let (st, r) = call(
-        &s,
-        "GET",
-        &format!("/api/task_runs/{}", ids[0]),
-        &Value::Null,
-    );
+    let (st, r) = get(&s, &format!("/api/task_runs/{}", ids[0]));
     assert_eq!((st, r["state_type"].as_str()), (200, Some("RUNNING")));
     assert_eq!(r["state"]["state_details"]["task_run_id"], ids[0].as_str());
     let missing = "00000000-0000-4000-8000-000000000009";
     assert_eq!(
-        call(
-            &s,
-            "GET",
-            &format!("/api/task_runs/{missing}"),
-            &Value::Null
-        ),
+        get(&s, &format!("/api/task_runs/{missing}")),
         (404, json!({"detail": "Task not found"}))
     );
     assert_eq!(set(missing, json!({"state": {"type": "RUNNING"}})).0, 404);
@@ -212,7 +202,7 @@ fn the_events_socket_authenticates_bounds_and_records_each_event_once() {
     }
     assert_eq!(app.index().tasks().len(), 1);
     assert_eq!(app.index().tasks().state_count(), 2);
-    let (_, r) = call(&s, "GET", &format!("/api/task_runs/{run}"), &Value::Null);
+    let (_, r) = get(&s, &format!("/api/task_runs/{run}"));
     assert_eq!(r["state_type"], "RUNNING");
     let (_, page) = call(
         &s,
@@ -242,7 +232,7 @@ fn the_events_socket_authenticates_bounds_and_records_each_event_once() {
     };
     assert!(closed);
     // Not an upgrade: refused.
-    assert_eq!(call(&s, "GET", "/api/events/in", &Value::Null).0, 400);
+    assert_eq!(get(&s, "/api/events/in").0, 400);
     assert_eq!(*app.index(), app.rebuild_index().unwrap());
     s.shutdown();
 }

@@ -44,6 +44,11 @@ pub fn stop_checked(app: &AppView, server: RunningRest) {
     server.shutdown();
 }
 
+/// `GET path` with no body.
+pub fn get(server: &RunningRest, path: &str) -> (u16, Value) {
+    send(server, "GET", path, "")
+}
+
 /// `text` as the body of one request: (status, body as JSON, `null` when
 /// it is not JSON).
 pub fn send(server: &RunningRest, method: &str, path: &str, text: &str) -> (u16, Value) {

@@ -12,9 +12,9 @@
 //! and checks the index equals one rebuilt from the repository.
 
 use appview::rest::RestConfig;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::http::{call, start, stop_checked};
+use super::http::{get, start, stop_checked};
 
 #[test]
 fn a_users_flows_with_parameters_of_every_type_run_unchanged_and_read_back_as_sent() {
@@ -51,20 +51,13 @@ fn a_users_flows_with_parameters_of_every_type_run_unchanged_and_read_back_as_se
             "{name}: parameters as Prefect writes them"
         );
         let id = r["flow_run_id"].as_str().unwrap();
-        let (status, run) = call(
-            &server,
-            "GET",
-            &format!("/api/flow_runs/{id}"),
-            &Value::Null,
-        );
+        let (status, run) = get(&server, &format!("/api/flow_runs/{id}"));
         assert_eq!(status, 200, "{name}");
         assert_eq!(run["state_type"], state, "{name}: the server's");
         assert_eq!(run["parameters"], r["sent"], "{name}: the parameters sent");
-        let (_, f) = call(
+        let (_, f) = get(
             &server,
-            "GET",
             &format!("/api/flows/{}", run["flow_id"].as_str().unwrap()),
-            &Value::Null,
         );
         assert_eq!(f["name"], flow, "{name}");
     }
