@@ -34,6 +34,7 @@ use store::{Config, Event, EventFeed, RecordWrite, Store, StoreError};
 
 use crate::error::{AppviewError, Result};
 use crate::index::Index;
+use crate::logs::{LogStore, logs_path};
 use crate::model::{Mutation, RecordRef};
 use crate::plan::{Input, plan};
 use crate::query::{Page, Query, ReadBackend};
@@ -114,12 +115,14 @@ pub struct AppView {
     /// The store's events not yet applied (none for a read-only appview).
     feed: Arc<Feed>,
     writes: Mutex<()>,
+    /// The log lines, beside the store (`crate::logs`: not records).
+    logs: LogStore,
 }
 
 impl AppView {
     /// Opens (creating when missing) the appview in `dir` with the store's
-    /// `config` (its feed replaced by the index's), and rebuilds the index
-    /// from the repository.
+    /// `config` (its feed replaced by the index's) and its log table
+    /// (durable as the store), and rebuilds the index from the repository.
     pub fn open(dir: &Path, config: Config) -> Result<AppView> {
         std::fs::create_dir_all(dir)?;
         let feed = Arc::new(Feed::default());
@@ -127,18 +130,19 @@ impl AppView {
             feed: Some(feed.clone()),
             ..config
         };
+        let logs = LogStore::open(&logs_path(dir), config.durable)?;
         let store = Store::open(store_path(dir), config)?;
         match store.create_account(APPVIEW_DID, &signing_key()?) {
             Ok(_) | Err(StoreError::AccountExists(_)) => {}
             Err(e) => return Err(e.into()),
         }
-        AppView::over(store, feed)
+        AppView::over(store, feed, logs)
     }
 
     /// The appview over an opened `store` feeding `feed`, its index
     /// rebuilt from the repository (which holds whatever was queued so
     /// far).
-    fn over(store: Store, feed: Arc<Feed>) -> Result<AppView> {
+    fn over(store: Store, feed: Arc<Feed>, logs: LogStore) -> Result<AppView> {
         feed.take();
         let index = crate::rebuild::rebuild(&store, APPVIEW_DID)?;
         Ok(AppView {
@@ -147,6 +151,7 @@ impl AppView {
             index: RwLock::new(index),
             feed,
             writes: Mutex::new(()),
+            logs,
         })
     }
 
@@ -170,7 +175,8 @@ impl AppView {
             return Err(AppviewError::NoDatabase(dir.to_path_buf()));
         }
         let store = Store::open_read_only(&path, Config::default())?;
-        AppView::over(store, Arc::default())
+        let logs = LogStore::open_read_only(&logs_path(dir))?;
+        AppView::over(store, Arc::default(), logs)
     }
 
     /// The store.
@@ -181,6 +187,11 @@ impl AppView {
     /// The repository's DID.
     pub fn did(&self) -> &str {
         &self.did
+    }
+
+    /// The log lines (`POST /logs/`, `/logs/filter`).
+    pub fn logs(&self) -> &LogStore {
+        &self.logs
     }
 
     /// The live index.

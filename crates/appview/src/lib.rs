@@ -31,6 +31,7 @@
 //! | `run_page` | [`RunPage`]: a page of runs as dense rows and one text buffer |
 //! | `filter` | [`RunFilter`], [`RunSort`]: the general flow-run read of Prefect's `/flow_runs/filter`; [`FlowSort`] |
 //! | `app` | [`AppView`]: the store, its repository, writes as commits, the live index |
+//! | `logs` | [`LogStore`]: the log lines, a SQLite table beside the store (why: its module doc) |
 //! | `task_run` | task runs: their records (Prefect's JSON kept as text) and [`TaskIndex`] |
 //! | `rebuild` | the index from an exported repository alone |
 //! | `bulk` | the seeded workload straight into an index (the 10^5 tier; `workload` feature) |
@@ -55,6 +56,7 @@ pub mod bulk;
 mod error;
 mod filter;
 mod index;
+mod logs;
 mod model;
 mod ordset;
 pub mod params;
@@ -82,6 +84,7 @@ pub use app::{APPVIEW_DID, AppView, signing_key, store_path, store_writes};
 pub use error::{AppviewError, Result};
 pub use filter::{Bounds, FlowSort, RunFilter, RunSort};
 pub use index::Index;
+pub use logs::{LOGS_FILE, LogFilter, LogRow, LogSort, LogStore, logs_path};
 pub use model::{
     FLOW_NSID, Flow, FlowRun, FlowRunState, Mutation, RUN_NSID, Record, RecordRef, STATE_NSID,
     StateType,

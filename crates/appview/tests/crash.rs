@@ -4,11 +4,13 @@
 //! RUNNING to COMPLETED over REST, and between those, task runs reported
 //! as `prefect.task-run.*` events on one `/api/events/in` socket per
 //! thread (auth handshake, then event messages), each batch confirmed as
-//! the client confirms it: a ping after the events, answered by a pong.
-//! An answer (a 201, a pong) is an acknowledgement; the server process is
-//! killed with SIGKILL while they run, restarted on the same directory,
-//! and every acknowledged flow run, state and task-run event must be
-//! there (the counts are printed), with the index equal to its rebuild.
+//! the client confirms it: a ping after the events, answered by a pong;
+//! and each task's log lines as a `POST /api/logs/` batch, as Prefect's
+//! log worker sends them. An answer (a 201, a pong) is an
+//! acknowledgement; the server process is killed with SIGKILL while they
+//! run, restarted on the same directory, and every acknowledged flow run,
+//! state, task-run event and log line must be there (the counts are
+//! printed), with the index equal to its rebuild.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -82,6 +84,8 @@ struct Acked {
     runs: Vec<(String, &'static str)>,
     /// (task run id, event id) of every event a pong confirmed.
     events: Vec<(String, String)>,
+    /// (flow run id, message) of every log line a 201 confirmed.
+    logs: Vec<(String, String)>,
 }
 
 fn event(id: &str, run: &str, flow_run: &str, ty: &str, name: &str) -> Value {
@@ -174,6 +178,22 @@ fn client_thread(addr: SocketAddr, flow: String, t: usize, stop: Arc<AtomicBool>
                 }
             }
             acked.events.extend(batch);
+            let lines: Vec<(String, Value)> = (0..4)
+                .map(|k| {
+                    let message = format!("{task} line {k}");
+                    let line = json!({"name": "prefect.task_runs", "level": 20 + 10 * (k % 2),
+                        "message": message, "timestamp": time::format(time::now_us()),
+                        "flow_run_id": run_id, "task_run_id": task});
+                    (message, line)
+                })
+                .collect();
+            let body = Value::Array(lines.iter().map(|(_, l)| l.clone()).collect());
+            if !matches!(call(addr, "POST", "/api/logs/", &body), Ok((201, _))) {
+                return acked;
+            }
+            acked
+                .logs
+                .extend(lines.into_iter().map(|(m, _)| (run_id.clone(), m)));
         }
         if !matches!(set("COMPLETED"), Ok((201, _))) {
             return acked;
@@ -214,7 +234,28 @@ fn sigkill_during_concurrent_flows_loses_nothing_acknowledged() {
 
     let (mut server, addr) = start(&db);
     let (mut runs, mut runs_found, mut events, mut events_found) = (0, 0, 0, 0);
+    let (mut logs, mut logs_found) = (0, 0);
     for a in &acked {
+        let mut by_run: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+        for (run, message) in &a.logs {
+            by_run.entry(run).or_default().push(message);
+        }
+        for (run, messages) in by_run {
+            let (status, page) = call(
+                addr,
+                "POST",
+                "/api/logs/filter",
+                &json!({"logs": {"flow_run_id": {"any_": [run]}}, "limit": 200}),
+            )
+            .unwrap();
+            assert_eq!(status, 200, "{page}");
+            let got: Vec<&str> = page
+                .as_array()
+                .map(|a| a.iter().filter_map(|l| l["message"].as_str()).collect())
+                .unwrap_or_default();
+            logs += messages.len();
+            logs_found += messages.iter().filter(|m| got.contains(m)).count();
+        }
         for (id, last) in &a.runs {
             runs += 1;
             let (status, run) =
@@ -244,7 +285,7 @@ fn sigkill_during_concurrent_flows_loses_nothing_acknowledged() {
         }
     }
     println!(
-        "acknowledged flow runs {runs}, found {runs_found}; acknowledged task-run events {events}, found {events_found}"
+        "acknowledged flow runs {runs}, found {runs_found}; acknowledged task-run events {events}, found {events_found}; acknowledged log lines {logs}, found {logs_found}"
     );
     server.kill().unwrap();
     server.wait().unwrap();
@@ -255,6 +296,8 @@ fn sigkill_during_concurrent_flows_loses_nothing_acknowledged() {
     assert!(events > 0, "events were confirmed before the kill");
     assert_eq!(runs_found, runs, "every acknowledged flow run and state");
     assert_eq!(events_found, events, "every acknowledged task-run event");
+    assert!(logs > 0, "log lines were acknowledged before the kill");
+    assert_eq!(logs_found, logs, "every acknowledged log line");
     // The repository reopened: its index equals a rebuild.
     let app = appview::AppView::open_existing(&db).unwrap();
     assert_eq!(*app.index(), app.rebuild_index().unwrap());

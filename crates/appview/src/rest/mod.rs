@@ -18,6 +18,7 @@
 //! | `POST /api/flow_runs/filter` | runs: `flow_runs.state.type.any_`, `flows.id.any_`, `start_time`/`expected_start_time`/`end_time` `after_`/`before_`, every `sort`, `limit` (default and maximum 200), `offset` |
 //! | `POST /api/flow_runs/count` | the count of the same filter, a bare integer |
 //! | `/api/task_runs/...`, `GET /api/events/in` (WebSocket), `POST /api/events/filter` | task runs and events: `task_runs`, `events` |
+//! | `POST /api/logs/`, `POST /api/logs/filter` | log lines, kept beside the store (`crate::logs`): `logs` |
 //!
 //! Not served, each answered 404 with a `detail` naming it, under every
 //! path and method of its prefix (module `unserved`, which says what
@@ -44,6 +45,7 @@
 //! `crate::filter` (null order).
 
 pub mod events;
+mod logs;
 mod render;
 mod reply;
 mod request;
@@ -71,6 +73,9 @@ pub struct RestConfig {
     pub max_header_bytes: usize,
     /// A request body's bytes at most.
     pub max_body_bytes: usize,
+    /// A `POST /logs/` body's bytes at most: Prefect's client sends
+    /// batches of up to 4,000,000 bytes (`PREFECT_LOGGING_TO_API_BATCH_SIZE`).
+    pub max_log_batch_bytes: usize,
     /// How long a body may take to arrive.
     pub body_timeout: Duration,
     /// Async worker threads.
@@ -84,6 +89,7 @@ impl Default for RestConfig {
             max_connections: 512,
             max_header_bytes: 16 * 1024,
             max_body_bytes: 1024 * 1024,
+            max_log_batch_bytes: 4 * 1024 * 1024,
             body_timeout: Duration::from_secs(30),
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
         }

@@ -19,6 +19,7 @@ use crate::app::AppView;
 use crate::error::AppviewError;
 use crate::model::{Mutation, StateType};
 use crate::plan::{Input, NewFlow, NewRun, NewState};
+use crate::rest::logs::{self, LogRoute};
 use crate::rest::render;
 pub use crate::rest::reply::Reply;
 use crate::rest::request::{self, PageError};
@@ -58,6 +59,8 @@ pub enum Route {
     SetState(Uuid),
     /// The task-run and event routes (`rest::task_runs`, `rest::events`).
     Task(TaskRoute),
+    /// The log routes (`rest::logs`).
+    Log(LogRoute),
 }
 
 impl Route {
@@ -69,6 +72,7 @@ impl Route {
                 | Route::CreateRun
                 | Route::SetState(_)
                 | Route::Task(TaskRoute::Create | TaskRoute::SetState(_))
+                | Route::Log(LogRoute::Create)
         )
     }
 }
@@ -117,6 +121,8 @@ pub fn route(method: &str, path: &str) -> Result<Route, Reply> {
         "task_runs/count" => ("POST", Route::Task(TaskRoute::Count)),
         "events/in" => ("GET", Route::Task(TaskRoute::EventsIn)),
         "events/filter" => ("POST", Route::Task(TaskRoute::EventsFilter)),
+        "logs/" => ("POST", Route::Log(LogRoute::Create)),
+        "logs/filter" => ("POST", Route::Log(LogRoute::Filter)),
         _ if rest.starts_with("flows/") => {
             let id = &rest["flows/".len()..];
             let id = Uuid::parse(&id.to_ascii_lowercase()).map_err(|_| not_found())?;
@@ -170,6 +176,7 @@ pub fn respond(app: &AppView, route: Route, text: &[u8]) -> Reply {
         Route::CsrfToken => return Reply::detail(422, "CSRF protection is disabled."),
         Route::ReadRun(id) => return read_run(app, id),
         Route::Task(t) => return respond_task(app, t, text),
+        Route::Log(l) => return logs::respond(app, l, text),
         _ => match parse_body(text) {
             Ok(v) => v,
             Err(r) => return r,
@@ -255,9 +262,12 @@ pub fn respond(app: &AppView, route: Route, text: &[u8]) -> Reply {
             }
             Err(e) => page(e),
         },
-        Route::Health | Route::Version | Route::CsrfToken | Route::ReadRun(_) | Route::Task(_) => {
-            not_found()
-        }
+        Route::Health
+        | Route::Version
+        | Route::CsrfToken
+        | Route::ReadRun(_)
+        | Route::Task(_)
+        | Route::Log(_) => not_found(),
     }
 }
 

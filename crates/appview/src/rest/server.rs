@@ -5,7 +5,8 @@
 //! rest), request heads capped at [`RestConfig::max_header_bytes`] (431
 //! past it, hyper's answer) and 100 headers, a head that does not arrive
 //! in 30 s closes the connection, and a body capped at
-//! [`RestConfig::max_body_bytes`] (413, refused before reading when its
+//! [`RestConfig::max_body_bytes`] ([`RestConfig::max_log_batch_bytes`]
+//! for a batch of log lines; 413, refused before reading when its
 //! declared length is over) that must arrive within
 //! [`RestConfig::body_timeout`] (408). Writes run on the blocking pool
 //! (each is a signed commit); reads answer from the index on the async
@@ -54,7 +55,11 @@ async fn handle(
     if route == routes::Route::Task(crate::rest::task_runs::TaskRoute::EventsIn) {
         return crate::rest::events::upgrade(app, req);
     }
-    let limit = config.max_body_bytes;
+    let limit = if route == routes::Route::Log(crate::rest::logs::LogRoute::Create) {
+        config.max_log_batch_bytes
+    } else {
+        config.max_body_bytes
+    };
     let declared = req
         .headers()
         .get(hyper::header::CONTENT_LENGTH)

@@ -11,10 +11,12 @@
 //! (FastAPI's embedded bodies ignore them).
 
 mod fields;
+mod logs;
 mod read;
 mod write;
 
 pub use fields::{Invalid, Loc};
+pub use logs::{logs_create, logs_read};
 pub use read::{PageError, flows_read, runs_count, runs_read};
 pub use write::{
     FlowCreate, FlowRunCreate, StateCreate, default_name, flow_create, flow_run_create, set_state,

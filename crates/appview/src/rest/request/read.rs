@@ -30,7 +30,7 @@ impl From<Invalid> for PageError {
     }
 }
 
-fn paging(m: &Map<String, Value>, at: &At<'_>) -> Result<(usize, usize), PageError> {
+pub(super) fn paging(m: &Map<String, Value>, at: &At<'_>) -> Result<(usize, usize), PageError> {
     let int = |k: &'static str| -> Res<Option<i64>> {
         field(m, k)
             .map(|v| {
