@@ -18,10 +18,16 @@
 //! Prefect-compatible server and, under `BENCH_PEERS=1`, on the Prefect
 //! server itself (SQLite and PostgreSQL; a few more minutes for its
 //! startups, seeding and bulk loads).
+//!
+//! `flow_e2e.rs`: a Prefect user's flow (10 tasks, 5 log lines each) run by
+//! Prefect's own client against the appview's server and, under
+//! `BENCH_PEERS=1`, the Prefect server on SQLite and PostgreSQL. It needs no
+//! fixture: filtered to `appview.flow_e2e`, the fixtures are not built.
 
 use benches::target::{BenchTarget, Budget};
 
 mod fixtures;
+mod flow_e2e;
 mod index_ops;
 mod read;
 mod rest;
@@ -36,6 +42,13 @@ fn main() {
         },
     );
     let dir = benches::sidecar::scratch_dir("appview");
+    flow_e2e::run(&mut target, dir.path());
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let filters = benches::target::filters(&args);
+    if !filters.is_empty() && filters.iter().all(|f| f.starts_with("appview.flow_e2e")) {
+        target.finish();
+        return;
+    }
     let fx = fixtures::build(dir.path());
     benches::sidecar::context(
         "appview",
