@@ -6,7 +6,8 @@
 //!   connection (no pool, no TLS, no redirects: a request, its
 //!   `content-length` or chunked body read whole), the same for ours and
 //!   Prefect's;
-//! - [`PrefectServer`]: `prefect server start --no-services` from the venv
+//! - [`PrefectServer`]: `prefect server start --no-services` (or, for
+//!   `appview.flow_e2e`, with its services) from the venv
 //!   `scripts/prefect_venv.py` installs (prefect 3.9.1, pinned in
 //!   `peers/prefect/requirements.lock`), on a free port, UI and analytics
 //!   off, on SQLite in a fresh `PREFECT_HOME` or on a fresh PostgreSQL
@@ -245,8 +246,29 @@ fn free_port() -> std::io::Result<u16> {
 }
 
 impl PrefectServer {
-    /// Starts Prefect on `db` with its home under `dir`.
+    /// Starts Prefect on `db` with its home under `dir`, the webserver
+    /// only (`--no-services`): what the REST read rows need.
     pub fn start(python: &Path, db: PrefectDb, dir: &Path) -> Result<PrefectServer, String> {
+        Self::spawn(python, db, dir, false)
+    }
+
+    /// Starts Prefect as `prefect server start` runs by default, its
+    /// services too: the task run recorder is what turns the client's
+    /// task-run events into task runs (`appview.flow_e2e`).
+    pub fn start_with_services(
+        python: &Path,
+        db: PrefectDb,
+        dir: &Path,
+    ) -> Result<PrefectServer, String> {
+        Self::spawn(python, db, dir, true)
+    }
+
+    fn spawn(
+        python: &Path,
+        db: PrefectDb,
+        dir: &Path,
+        services: bool,
+    ) -> Result<PrefectServer, String> {
         let home = dir.join(format!("prefect-home-{}", db.implementation()));
         let _ = std::fs::remove_dir_all(&home);
         std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
@@ -275,16 +297,14 @@ impl PrefectServer {
         let bin = python.with_file_name("prefect");
         let log = std::fs::File::create(home.join("server.log")).map_err(|e| e.to_string())?;
         let t = Instant::now();
+        let port_arg = port.to_string();
+        let mut args = vec!["server", "start"];
+        if !services {
+            args.push("--no-services");
+        }
+        args.extend(["--host", "127.0.0.1", "--port", &port_arg]);
         let child = Command::new(bin)
-            .args([
-                "server",
-                "start",
-                "--no-services",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                &port.to_string(),
-            ])
+            .args(&args)
             .env("PREFECT_HOME", &home)
             .env("PREFECT_SERVER_DATABASE_CONNECTION_URL", &database_url)
             .env("PREFECT_SERVER_UI_ENABLED", "false")

@@ -21,10 +21,16 @@
 //! Prefect-compatible server and, under `BENCH_PEERS=1`, on the Prefect
 //! server itself (SQLite and PostgreSQL; a few more minutes for its
 //! startups, seeding and bulk loads).
+//!
+//! `flow_e2e.rs`: a Prefect user's flow (10 tasks, 5 log lines each) run by
+//! Prefect's own client against the appview's server and, under
+//! `BENCH_PEERS=1`, the Prefect server on SQLite and PostgreSQL. It needs no
+//! fixture: filtered to `appview.flow_e2e`, the fixtures are not built.
 
 use benches::target::{BenchTarget, Budget};
 
 mod fixtures;
+mod flow_e2e;
 mod index_ops;
 mod logs;
 mod read;
@@ -40,9 +46,16 @@ fn main() {
         },
     );
     let dir = benches::sidecar::scratch_dir("appview");
+    flow_e2e::run(&mut target, dir.path());
     // Before the fixtures: the log rows need none of them.
     if target.may_run("appview.logs_write") || target.may_run("appview.logs_read") {
         logs::run(&mut target, dir.path());
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let filters = benches::target::filters(&args);
+    if !filters.is_empty() && filters.iter().all(|f| f.starts_with("appview.flow_e2e")) {
+        target.finish();
+        return;
     }
     let fx = fixtures::build(dir.path());
     benches::sidecar::context(

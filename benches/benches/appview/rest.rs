@@ -298,7 +298,7 @@ struct TierServers {
     now: i64,
 }
 
-fn start_ours(app: AppView) -> RunningRest {
+pub(crate) fn start_ours(app: AppView) -> RunningRest {
     appview::rest::spawn(
         Arc::new(app),
         RestConfig {

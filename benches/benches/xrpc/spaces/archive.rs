@@ -15,7 +15,7 @@ use space::lthash::LtHash;
 use space::{Need, OpsParams, SpaceRef, SpaceStore};
 
 use super::fixture::{Fixture, OPS_PAGE, Tier, q};
-use super::{CALLERS, get, group, http_rows, lib_rows};
+use super::{CALLERS, get, http_rows, lib_rows, sampled};
 use crate::client::{Call, Conn};
 use crate::routes::{expect, json};
 
@@ -50,7 +50,7 @@ fn check_star(bytes: &[u8], records: usize) -> Result<(), String> {
 }
 
 pub fn get_repo(target: &mut benches::BenchTarget, fx: &Fixture) {
-    let mut g = group(target, "space.get_repo");
+    let mut g = sampled(target.group("space.get_repo"));
     for t in &fx.tiers {
         let tier = count_tier(t.n);
         let (spaces, owner) = (&fx.lib_spaces, fx.lib_owner.as_str());
@@ -235,7 +235,7 @@ fn http_catch_up(conn: &mut Conn, fx: &Fixture, base: &str, start: Option<&str>)
 }
 
 pub fn oplog_catchup(target: &mut benches::BenchTarget, fx: &Fixture) {
-    let mut g = group(target, "space.oplog_catchup");
+    let mut g = sampled(target.group("space.oplog_catchup"));
     for t in &fx.tiers {
         let tier = count_tier(t.n);
         let (spaces, owner) = (&fx.lib_spaces, fx.lib_owner.as_str());

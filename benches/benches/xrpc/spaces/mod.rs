@@ -72,10 +72,10 @@ pub fn run(target: &mut benches::BenchTarget, dir: &std::path::Path) {
     drop(server);
 }
 
-/// Opens `name` with the route groups' sampling (flat, 10 samples: a
-/// getRepo of 10k records takes milliseconds).
-fn group<'a>(target: &'a mut benches::BenchTarget, name: &str) -> benches::Group<'a> {
-    let mut g = target.group(name);
+/// A group its caller opened with a literal name (what the units
+/// registry test reads), given the route groups' sampling (flat, 10
+/// samples: a getRepo of 10k records takes milliseconds).
+fn sampled(mut g: benches::Group<'_>) -> benches::Group<'_> {
     g.criterion()
         .sampling_mode(SamplingMode::Flat)
         .sample_size(10);

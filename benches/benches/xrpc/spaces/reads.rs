@@ -12,7 +12,7 @@ use space::{ListParams, Need};
 use store::ListOptions;
 
 use super::fixture::{BLOB_BYTES, Fixture, LIKE, RANGE, q};
-use super::{get, group, http_rows, lib_rows};
+use super::{get, http_rows, lib_rows, sampled};
 use crate::routes::{expect, json};
 
 /// Sampled keys of a tier (1,024 draws, the store benches' sampler).
@@ -21,7 +21,7 @@ fn sample(records: &[(&'static str, String, Cid)]) -> Vec<(&'static str, String,
 }
 
 pub fn get_record(target: &mut benches::BenchTarget, fx: &Fixture) {
-    let mut g = group(target, "space.get_record");
+    let mut g = sampled(target.group("space.get_record"));
     for t in &fx.tiers {
         let tier = count_tier(t.n);
         let keys = sample(&t.records);
@@ -101,7 +101,7 @@ pub fn get_record(target: &mut benches::BenchTarget, fx: &Fixture) {
 }
 
 pub fn list_records(target: &mut benches::BenchTarget, fx: &Fixture) {
-    let mut g = group(target, "space.list_records");
+    let mut g = sampled(target.group("space.list_records"));
     for t in &fx.tiers {
         let tier = count_tier(t.n);
         let likes: HashMap<&str, Cid> = t
@@ -211,7 +211,7 @@ pub fn list_records(target: &mut benches::BenchTarget, fx: &Fixture) {
 }
 
 pub fn get_blob_range(target: &mut benches::BenchTarget, fx: &Fixture) {
-    let mut g = group(target, "space.get_blob_range");
+    let mut g = sampled(target.group("space.get_blob_range"));
     let t = fx.tiers.last().expect("a tier");
     let tier = size_tier((RANGE.1 - RANGE.0 + 1) as usize);
     let want = &fx.blob[RANGE.0 as usize..=RANGE.1 as usize];

@@ -16,12 +16,12 @@ use space::lthash::LtHash;
 use space::{Need, OpsParams, Policy, SpaceRef, SpaceStore, Write};
 
 use super::fixture::{Fixture, POST, SPACE_TYPE, drisl};
-use super::{group, http_rows, lib_rows};
+use super::{http_rows, lib_rows, sampled};
 use crate::client::Call;
 use crate::routes::{expect, json};
 
 pub fn create_space(target: &mut benches::BenchTarget, fx: &Fixture) {
-    let mut g = group(target, "space.create_space");
+    let mut g = sampled(target.group("space.create_space"));
     let (spaces, owner) = (&fx.lib_spaces, fx.lib_owner.as_str());
     let empty = LtHash::new();
     let check = |spaces: &SpaceStore, sp: &SpaceRef, owner: &str| {
@@ -122,7 +122,7 @@ fn check_state(spaces: &SpaceStore, sp: &SpaceRef, owner: &str) {
 }
 
 pub fn write(target: &mut benches::BenchTarget, fx: &Fixture) {
-    let mut g = group(target, "space.write");
+    let mut g = sampled(target.group("space.write"));
     let counter = AtomicU64::new(1);
     for t in &fx.tiers {
         let tier = count_tier(t.n);
